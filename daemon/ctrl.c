@@ -1,0 +1,166 @@
+/* Control plane: one thread per vRNIC serves the context mailboxes of its
+ * region, and watches the liveness of the contexts.
+ *
+ * A tenant publishes a request by writing it into its slot's request area and
+ * storing req_seq (release).  This thread notices a req_seq it has not
+ * answered, copies the request out of the region before looking at it, runs
+ * the handler under the big lock, writes the response and publishes resp_seq.
+ * The tenant can rewrite its request while we copy it: we only ever use our
+ * copy.  A context is alive while its process holds the OFD lock on byte
+ * <slot> of the region file; the kernel drops it when the process dies.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <infiniband/verbs.h>
+
+#include "daemon.h"
+#include "futex.h"
+#include "log.h"
+#include "unirdma/barrier.h"
+
+#define LIVENESS_NS   (100ull * 1000 * 1000)
+
+static struct urd_slot_hdr *slot_shm(struct urd_vrnic *vr, uint32_t slot)
+{
+	return (struct urd_slot_hdr *)(vr->map + urd_slot_off(slot));
+}
+
+/* True while some process holds the liveness lock of this slot. */
+static bool slot_locked(struct urd_vrnic *vr, uint32_t slot)
+{
+	struct flock fl;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = slot;
+	fl.l_len = 1;
+	if (fcntl(vr->fd, F_OFD_GETLK, &fl))
+		return true;    /* cannot tell: keep it */
+	return fl.l_type != F_UNLCK;
+}
+
+void ctx_notify(struct urd_ctx *ctx)
+{
+	urd_fetch_add(&ctx->shm->event_seq, 1);
+	if (!(ctx->vr->hdr->flags & URD_REGION_VM))
+		urd_futex_wake_all(&ctx->shm->event_seq);
+}
+
+/* Queue an async event for the context.  The ring's consumer index is the
+ * tenant's: a full (or lying) ring drops the event, never blocks us. */
+void ctx_post_async(struct urd_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle)
+{
+	struct urd_slot_hdr *s = ctx->shm;
+	uint32_t cons = urd_load_acquire(&s->async_cons);
+	struct urd_async_event *e;
+
+	if (ctx->async_prod - cons >= URD_ASYNC_RING_N) {
+		log_warn("vrnic %s ctx %u: async event ring full, event %u dropped",
+			 ctx->vr->name, ctx->id, event);
+		return;
+	}
+	e = &s->async[ctx->async_prod & (URD_ASYNC_RING_N - 1)];
+	e->event_type = event;
+	e->obj_kind = kind;
+	e->handle = handle;
+	e->reserved = 0;
+	ctx->async_prod++;
+	/* pairs with the library's load_acquire of async_prod */
+	urd_store_release(&s->async_prod, ctx->async_prod);
+	ctx_notify(ctx);
+}
+
+static void liveness_check(struct urd_vrnic *vr)
+{
+	for (uint32_t i = 0; i < URD_MAX_CTX; i++) {
+		struct urd_ctx *ctx = vr->ctx[i];
+
+		if (ctx && !slot_locked(vr, i)) {
+			log_info("vrnic %s: context %u (slot %u) died; releasing its resources",
+				 vr->name, ctx->id, i);
+			ctx_destroy(ctx);
+		}
+	}
+}
+
+static void serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq)
+{
+	static __thread uint8_t req[URD_MSG_MAX], resp[URD_MSG_MAX];
+	struct urd_slot_hdr *s = slot_shm(vr, slot);
+	struct urd_msg_hdr *rh = (struct urd_msg_hdr *)resp;
+	uint32_t resp_len = sizeof(*rh);
+	uint32_t req_len;
+
+	/* Copy first, validate the copy. */
+	memcpy(req, (uint8_t *)s + URD_SLOT_REQ_OFF, URD_MSG_MAX);
+	req_len = ((struct urd_msg_hdr *)req)->len;
+	memset(resp, 0, sizeof(struct urd_msg_hdr) + 256);
+	rh->version = URD_ABI_VERSION;
+	rh->op = ((struct urd_msg_hdr *)req)->op;
+	rh->status = ctrl_dispatch(vr, slot, req, req_len, resp, &resp_len);
+	if (resp_len < sizeof(*rh) || resp_len > URD_MSG_MAX)
+		resp_len = sizeof(*rh);
+	rh->len = resp_len;
+	memcpy((uint8_t *)s + URD_SLOT_RESP_OFF, resp, resp_len);
+	if (vr->ctx[slot])
+		vr->ctx[slot]->last_req_seq = seq;
+	vr->last_seq[slot] = seq;
+	/* pairs with the library's load_acquire of resp_seq */
+	urd_store_release(&s->resp_seq, seq);
+	if (!(vr->hdr->flags & URD_REGION_VM))
+		urd_futex_wake_all(&s->resp_seq);
+}
+
+void *ctrl_thread_main(void *arg)
+{
+	struct urd_vrnic *vr = arg;
+	struct urd_daemon *d = vr->d;
+	uint64_t next_live = urd_now_ns() + LIVENESS_NS;
+	uint32_t idle = 0;
+
+	for (;;) {
+		uint32_t bell = urd_load_acquire(&vr->hdr->ctrl_bell);
+		bool served = false;
+
+		pthread_mutex_lock(&d->lock);
+		if (vr->stop) {
+			pthread_mutex_unlock(&d->lock);
+			break;
+		}
+		for (uint32_t i = 0; i < URD_MAX_CTX; i++) {
+			uint32_t seq = urd_load_acquire(&slot_shm(vr, i)->req_seq);
+
+			if (seq != vr->last_seq[i]) {
+				serve_slot(vr, i, seq);
+				served = true;
+			}
+		}
+		if (urd_now_ns() >= next_live) {
+			liveness_check(vr);
+			urd_fetch_add(&vr->hdr->daemon_heartbeat, 1);
+			next_live = urd_now_ns() + LIVENESS_NS;
+		}
+		if (d->active_head)
+			engine_kick(d);         /* a modify or a death gave the engine work */
+		pthread_mutex_unlock(&d->lock);
+		if (served) {
+			idle = 0;
+			continue;
+		}
+		if (vr->hdr->flags & URD_REGION_VM) {
+			/* no futex reaches a guest's writes: poll, backing off to 1 ms */
+			struct timespec ts = { 0, idle < 100 ? 20000 : 1000000 };
+
+			idle++;
+			nanosleep(&ts, NULL);
+		} else {
+			urd_futex_wait(&vr->hdr->ctrl_bell, bell, LIVENESS_NS);
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,242 @@
+/* unirdmad's private model: vRNICs, contexts and the verbs objects behind them.
+ *
+ * Everything here is the daemon's authoritative state.  The region only holds
+ * copies that tenants can scribble on.  One mutex (d->lock, "the big lock")
+ * guards every table and every object; the control plane holds it while it
+ * creates, modifies or destroys objects, the engine holds it for one pass over
+ * the work it found.  That keeps object lifetime simple: nothing the engine
+ * touches can be freed under it.
+ */
+#ifndef UNIRDMA_DAEMON_H
+#define UNIRDMA_DAEMON_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "unirdma/abi.h"
+
+#define URD_MAX_VRNICS   128
+#define URD_NAME_MAX     32
+#define URD_MAX_HANDLES  (1u << 16)
+
+struct urd_daemon;
+struct urd_vrnic;
+struct urd_ctx;
+
+/* Byte extents, used for the ring arena and the memory window. */
+struct urd_extent {
+	uint64_t off;
+	uint64_t len;
+	struct urd_extent *next;
+};
+
+struct urd_alloc {
+	struct urd_extent *free_list;   /* sorted by offset */
+	uint64_t base, size, used;
+};
+
+struct urd_counters {
+	uint64_t tx_bytes, tx_ops, rx_bytes, rx_ops;
+	uint64_t errors, rnr_naks, drops_other_tenant;
+};
+
+enum urd_obj_type { OBJ_NONE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_SRQ, OBJ_QP };
+
+struct urd_obj {
+	enum urd_obj_type type;
+	uint32_t handle;
+	struct urd_ctx *ctx;
+	int refs;                       /* other objects that point at this one */
+};
+
+struct urd_pd {
+	struct urd_obj obj;
+};
+
+/* A memory allocation of a context in the vRNIC's memory window.  MRs keep
+ * it alive (refs) after the context frees it or dies. */
+struct urd_mem {
+	uint64_t off, len;
+	int refs;
+	bool freed_by_tenant;
+	struct urd_ctx *ctx;
+	struct urd_mem *next;
+};
+
+struct urd_mr_piece {
+	uint64_t mr_off;                /* offset of this segment inside the MR */
+	uint64_t len;
+	uint8_t *ptr;                   /* daemon address of the first byte */
+	struct urd_mem *mem;
+};
+
+struct urd_mr {
+	struct urd_obj obj;
+	struct urd_pd *pd;
+	uint32_t lkey, rkey;
+	uint32_t access;
+	uint64_t iova, length;
+	uint32_t nsegs;
+	struct urd_mr_piece *segs;
+	struct urd_mr *lkey_next, *rkey_next;   /* hash chains in the vRNIC */
+};
+
+struct urd_ring {
+	struct urd_ring_hdr *hdr;       /* in the region */
+	uint8_t *slots;
+	uint64_t off;                   /* arena offset, for freeing */
+	uint64_t bytes;
+	uint32_t n, shift;              /* n slots of 1 << shift bytes */
+	uint32_t head;                  /* the daemon's own index (consumer or producer) */
+};
+
+struct urd_cq {
+	struct urd_obj obj;
+	struct urd_ring ring;
+	bool overflowed;
+	uint32_t events;
+};
+
+struct urd_srq {
+	struct urd_obj obj;
+	struct urd_pd *pd;
+	struct urd_ring ring;
+	uint32_t srq_num;
+	uint32_t max_wr, max_sge, limit;
+};
+
+enum urd_qp_wait { QP_WAIT_NONE = 0, QP_WAIT_RNR, QP_WAIT_RETRY };
+
+struct urd_qp {
+	struct urd_obj obj;
+	struct urd_vrnic *vr;
+	uint32_t qpn;
+	uint32_t type;                  /* IBV_QPT_RC / IBV_QPT_UD */
+	uint32_t state;                 /* enum ibv_qp_state */
+	bool sq_sig_all;
+	struct urd_pd *pd;
+	struct urd_cq *scq, *rcq;
+	struct urd_srq *srq;
+	struct urd_ring sq, rq;
+	struct urd_qp_cap cap;
+	uint32_t db_index;
+	struct urd_qp_attr attr;        /* last values set by modify */
+
+	/* engine state */
+	bool active;                    /* on the engine's work list */
+	struct urd_qp *active_next;
+	enum urd_qp_wait wait;
+	uint64_t wait_until_ns;
+	uint32_t rnr_left, retry_left;  /* retries left for the WQE at the SQ head */
+	uint32_t retry_head;            /* SQ index the retry counters belong to */
+	bool retry_armed;
+	struct urd_qp *wait_next;       /* on the engine's timer list while wait != NONE */
+	struct urd_counters cnt;
+	struct urd_qp *qpn_next;        /* global QPN hash chain */
+};
+
+struct urd_ctx {
+	struct urd_vrnic *vr;
+	uint32_t slot;
+	uint32_t id;
+	uint32_t last_req_seq;
+	uint32_t async_prod;
+	struct urd_slot_hdr *shm;       /* its mailbox, in the region */
+	struct urd_obj **handles;       /* index -> object; handle = gen << 16 | index */
+	uint16_t *gens;
+	uint32_t nhandles;
+	struct urd_mem *mems;
+};
+
+#define URD_KEY_BUCKETS 1024
+
+struct urd_vrnic {
+	struct urd_daemon *d;
+	uint32_t id;
+	char name[URD_NAME_MAX + 1];
+	char tenant[URD_NAME_MAX + 1];
+	uint32_t vip;                   /* network order */
+	uint8_t prefix;
+	char dir[512];
+	int fd;
+	uint8_t *map;                   /* the whole file */
+	uint64_t map_size;
+	struct urd_region_hdr *hdr;
+	struct urd_doorbells *db;
+	struct urd_alloc arena;
+	struct urd_alloc memwin;
+	struct urd_mem *mems;           /* allocations in the memory window */
+	struct urd_ctx *ctx[URD_MAX_CTX];
+	uint32_t last_seq[URD_MAX_CTX]; /* per slot, for slots without a context */
+	struct urd_qp *qp_slots[URD_MAX_QP_SLOTS];
+	struct urd_mr *lkeys[URD_KEY_BUCKETS], *rkeys[URD_KEY_BUCKETS];
+	struct urd_counters cnt;
+	uint32_t nctx, npd, nmr, ncq, nqp, nsrq;
+	pthread_t ctrl_thread;
+	bool stop;
+	bool deleting;
+};
+
+#define URD_QPN_BUCKETS 4096
+
+struct urd_daemon {
+	pthread_mutex_t lock;           /* the big lock */
+	char state_dir[384];
+	struct urd_vrnic *vrnics[URD_MAX_VRNICS];
+	struct urd_qp *qpn_hash[URD_QPN_BUCKETS];
+	uint32_t next_qpn;
+	uint32_t next_srqn;
+	uint32_t epoch;
+	uint32_t next_ctx_id;
+	volatile int stopping;
+	pthread_t engine_thread;
+	struct urd_qp *active_head, *active_tail;
+	struct urd_qp *wait_head;        /* QPs waiting for an RNR or retry timer */
+	uint32_t engine_kick;           /* private futex word: control plane wakes the engine */
+};
+
+extern struct urd_daemon *urd_d;
+
+/* vrnic.c */
+int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
+		 const char *ip_prefix, struct urd_vrnic **out);
+int vrnic_delete(struct urd_daemon *d, const char *name);
+struct urd_vrnic *vrnic_find(struct urd_daemon *d, const char *name);
+void vrnic_destroy_all(struct urd_daemon *d);
+int alloc_init(struct urd_alloc *a, uint64_t base, uint64_t size);
+int alloc_get(struct urd_alloc *a, uint64_t len, uint64_t align, uint64_t *off);
+void alloc_put(struct urd_alloc *a, uint64_t off, uint64_t len);
+void alloc_fini(struct urd_alloc *a);
+
+/* ctrl.c */
+void *ctrl_thread_main(void *arg);
+void ctx_destroy(struct urd_ctx *ctx);
+void ctx_post_async(struct urd_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle);
+void ctx_notify(struct urd_ctx *ctx);
+int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
+		  void *resp, uint32_t *resp_len);
+
+/* objects.c */
+struct urd_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn);
+struct urd_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey);
+struct urd_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey);
+void qp_to_error(struct urd_qp *qp, bool async);
+
+/* admin.c */
+int admin_start(struct urd_daemon *d);
+void admin_stop(void);
+
+/* guard.c: SIGBUS protection for mappings of tenant files */
+void guard_install(void);
+void guard_add(void *addr, uint64_t len);
+void guard_remove(void *addr);
+
+/* engine/engine.c */
+int engine_start(struct urd_daemon *d);
+void engine_stop(struct urd_daemon *d);
+void engine_activate(struct urd_qp *qp);       /* big lock held */
+void engine_forget(struct urd_qp *qp);         /* big lock held: qp is going away */
+void engine_kick(struct urd_daemon *d);
+
+#endif

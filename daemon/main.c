@@ -1,0 +1,167 @@
+/* unirdmad: the host daemon.  One per host (per state directory): it owns the
+ * vRNICs, serves their control mailboxes and runs the software RNIC engine. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "daemon.h"
+#include "log.h"
+
+struct urd_daemon *urd_d;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: unirdmad [--state-dir DIR] [--foreground] [--debug]\n"
+		"\n"
+		"The unirdma host daemon: virtual RDMA NICs for containers and VMs.\n"
+		"  --state-dir DIR  where the admin socket and the vRNIC region files live\n"
+		"                   (default /run/unirdma; use a tmpfs)\n"
+		"  --foreground     do not detach; log to stderr\n"
+		"  --debug          verbose logging\n"
+		"Manage it with unirdma(8).  SIGTERM or SIGINT stop it cleanly.\n");
+}
+
+/* Leftovers of a daemon that was killed: region files nobody serves. */
+static void clean_stale(const char *dir)
+{
+	char path[1024];
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+
+	if (!dh)
+		return;
+	while ((e = readdir(dh))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/region", dir, e->d_name);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (rmdir(path))
+			log_warn("stale entry %s left in place: %s", path, strerror(errno));
+	}
+	closedir(dh);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *state = "/run/unirdma";
+	bool foreground = false;
+	struct urd_daemon *d;
+	char path[512];
+	sigset_t sigs;
+	int c, lock_fd, sig, ret;
+
+	while ((c = getopt_long(argc, argv, "s:fdh", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': state = optarg; break;
+		case 'f': foreground = true; break;
+		case 'd': urd_log_level = URD_LOG_DEBUG; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (strlen(state) > 300) {
+		fprintf(stderr, "unirdmad: state directory path too long\n");
+		return 2;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return 1;
+	urd_d = d;
+	snprintf(d->state_dir, sizeof(d->state_dir), "%s", state);
+	pthread_mutex_init(&d->lock, NULL);
+	srand((unsigned)time(NULL) ^ (unsigned)getpid());
+	d->epoch = (uint32_t)rand();
+	d->next_qpn = 0x100 + ((uint32_t)rand() & 0x7fff) * 16;
+	d->next_srqn = 1;
+
+	if (mkdir(state, 0755) && errno != EEXIST) {
+		fprintf(stderr, "unirdmad: cannot create %s: %s\n", state, strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/unirdmad.lock", state);
+	lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB)) {
+		fprintf(stderr, "unirdmad: another unirdmad serves %s\n", state);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/vrnics", state);
+	clean_stale(path);
+	if (mkdir(path, 0755) && errno != EEXIST) {
+		fprintf(stderr, "unirdmad: cannot create %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (!foreground && daemon(1, 0)) {
+		fprintf(stderr, "unirdmad: cannot detach: %s\n", strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/unirdmad.pid", state);
+	{
+		FILE *f = fopen(path, "w");
+
+		if (f) {
+			fprintf(f, "%d\n", getpid());
+			fclose(f);
+		}
+	}
+
+	/* every thread inherits this mask; main takes the signals with sigwait */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	guard_install();
+
+	ret = engine_start(d);
+	if (ret) {
+		log_err("cannot start the engine: %s", strerror(-ret));
+		return 1;
+	}
+	ret = admin_start(d);
+	if (ret) {
+		log_err("cannot open the admin socket in %s: %s", state, strerror(-ret));
+		engine_stop(d);
+		return 1;
+	}
+	log_info("unirdmad %s serving %s (pid %d)", UNIRDMA_VERSION, state, getpid());
+
+	for (;;) {
+		if (sigwait(&sigs, &sig))
+			continue;
+		if (sig != SIGHUP)
+			break;
+	}
+	log_info("stopping on signal %d", sig);
+	admin_stop();
+	pthread_mutex_lock(&d->lock);
+	vrnic_destroy_all(d);
+	pthread_mutex_unlock(&d->lock);
+	engine_stop(d);
+	snprintf(path, sizeof(path), "%s/unirdmad.pid", state);
+	unlink(path);
+	log_info("stopped");
+	return 0;
+}

@@ -1,0 +1,1072 @@
+/* Control requests: the verbs objects behind each context, their validation,
+ * and their release when a context closes or dies.
+ *
+ * Every handler gets the daemon's private copy of the request, already checked
+ * for its minimum size, and runs under the big lock.  It returns 0 or -errno;
+ * the errno is what the verbs call returns to the application.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <infiniband/verbs.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "unirdma/barrier.h"
+
+/* ------------------------------------------------------------- handles */
+
+static int handle_new(struct urd_ctx *ctx, struct urd_obj *o, enum urd_obj_type type)
+{
+	uint32_t idx;
+
+	for (idx = 1; idx < ctx->nhandles; idx++)
+		if (!ctx->handles[idx])
+			break;
+	if (idx >= ctx->nhandles) {
+		uint32_t n = ctx->nhandles ? ctx->nhandles * 2 : 64;
+		struct urd_obj **h;
+		uint16_t *g;
+
+		if (n > URD_MAX_HANDLES)
+			return -ENOMEM;
+		h = realloc(ctx->handles, n * sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		ctx->handles = h;
+		g = realloc(ctx->gens, n * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		ctx->gens = g;
+		memset(h + ctx->nhandles, 0, (n - ctx->nhandles) * sizeof(*h));
+		memset(g + ctx->nhandles, 0, (n - ctx->nhandles) * sizeof(*g));
+		idx = ctx->nhandles ? ctx->nhandles : 1;
+		ctx->nhandles = n;
+	}
+	ctx->gens[idx] = (uint16_t)(ctx->gens[idx] + 1) ? (uint16_t)(ctx->gens[idx] + 1) : 1;
+	ctx->handles[idx] = o;
+	o->type = type;
+	o->ctx = ctx;
+	o->handle = (uint32_t)ctx->gens[idx] << 16 | idx;
+	return 0;
+}
+
+static void handle_free(struct urd_obj *o)
+{
+	o->ctx->handles[o->handle & 0xffff] = NULL;
+}
+
+static void *obj_get(struct urd_ctx *ctx, uint32_t handle, enum urd_obj_type type)
+{
+	uint32_t idx = handle & 0xffff;
+	struct urd_obj *o;
+
+	if (!idx || idx >= ctx->nhandles)
+		return NULL;
+	o = ctx->handles[idx];
+	if (!o || o->handle != handle || o->type != type)
+		return NULL;
+	return o;
+}
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+	uint32_t r = 1;
+
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+
+static uint32_t ilog2(uint32_t v)
+{
+	uint32_t r = 0;
+
+	while ((1u << r) < v)
+		r++;
+	return r;
+}
+
+/* --------------------------------------------------------------- rings */
+
+static int ring_alloc(struct urd_vrnic *vr, struct urd_ring *r, uint32_t n, uint32_t slot_bytes)
+{
+	uint64_t bytes = URD_RING_HDR_SIZE + (uint64_t)n * slot_bytes;
+	uint64_t off;
+	int ret;
+
+	bytes = (bytes + URD_PAGE_SIZE - 1) & ~(uint64_t)(URD_PAGE_SIZE - 1);
+	ret = alloc_get(&vr->arena, bytes, URD_PAGE_SIZE, &off);
+	if (ret)
+		return ret;
+	memset(vr->map + off, 0, bytes);
+	r->off = off;
+	r->bytes = bytes;
+	r->hdr = (struct urd_ring_hdr *)(vr->map + off);
+	r->slots = vr->map + off + URD_RING_HDR_SIZE;
+	r->n = n;
+	r->shift = ilog2(slot_bytes);
+	r->head = 0;
+	return 0;
+}
+
+static void ring_free(struct urd_vrnic *vr, struct urd_ring *r)
+{
+	if (r->bytes)
+		alloc_put(&vr->arena, r->off, r->bytes);
+	r->bytes = 0;
+}
+
+/* ------------------------------------------------------------ key tables */
+
+static uint32_t key_bucket(uint32_t key)
+{
+	return (key * 2654435761u) >> 22;       /* 10 bits */
+}
+
+struct urd_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey)
+{
+	for (struct urd_mr *m = vr->lkeys[key_bucket(lkey)]; m; m = m->lkey_next)
+		if (m->lkey == lkey)
+			return m;
+	return NULL;
+}
+
+struct urd_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey)
+{
+	for (struct urd_mr *m = vr->rkeys[key_bucket(rkey)]; m; m = m->rkey_next)
+		if (m->rkey == rkey)
+			return m;
+	return NULL;
+}
+
+/* Keys are random so that a tenant cannot guess another MR's key from its own. */
+static uint32_t new_key(struct urd_vrnic *vr)
+{
+	uint32_t k;
+
+	do {
+		if (getrandom(&k, sizeof(k), 0) != sizeof(k))
+			k = (uint32_t)rand() ^ (uint32_t)urd_d->next_ctx_id << 16;
+	} while (!k || k == UINT32_MAX || mr_by_lkey(vr, k) || mr_by_rkey(vr, k));
+	return k;
+}
+
+/* ------------------------------------------------------------------ QPNs */
+
+struct urd_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn)
+{
+	for (struct urd_qp *q = d->qpn_hash[qpn % URD_QPN_BUCKETS]; q; q = q->qpn_next)
+		if (q->qpn == qpn)
+			return q;
+	return NULL;
+}
+
+static uint32_t qpn_alloc(struct urd_daemon *d)
+{
+	for (;;) {
+		uint32_t q = d->next_qpn++ & 0xffffff;
+
+		if (q > 1 && !qpn_lookup(d, q))
+			return q;
+	}
+}
+
+static void qpn_unlink(struct urd_daemon *d, struct urd_qp *qp)
+{
+	for (struct urd_qp **pp = &d->qpn_hash[qp->qpn % URD_QPN_BUCKETS]; *pp; pp = &(*pp)->qpn_next)
+		if (*pp == qp) {
+			*pp = qp->qpn_next;
+			return;
+		}
+}
+
+/* ----------------------------------------------------------- the handlers */
+
+#define REQ(type) const struct type *r = (const struct type *)req; (void)r
+#define RESP(type) struct type *o = (struct type *)resp; *resp_len = sizeof(*o)
+
+struct handler_args {
+	struct urd_vrnic *vr;
+	struct urd_ctx *ctx;
+	uint32_t slot;
+};
+
+static int op_alloc_pd(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	RESP(urd_handle_resp);
+	struct urd_pd *pd = calloc(1, sizeof(*pd));
+	int ret;
+
+	if (!pd)
+		return -ENOMEM;
+	ret = handle_new(a->ctx, &pd->obj, OBJ_PD);
+	if (ret) {
+		free(pd);
+		return ret;
+	}
+	a->vr->npd++;
+	o->handle = pd->obj.handle;
+	return 0;
+}
+
+static void pd_free(struct urd_pd *pd)
+{
+	pd->obj.ctx->vr->npd--;
+	handle_free(&pd->obj);
+	free(pd);
+}
+
+static int op_dealloc_pd(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_handle_req);
+	struct urd_pd *pd = obj_get(a->ctx, r->handle, OBJ_PD);
+
+	if (!pd)
+		return -EINVAL;
+	if (pd->obj.refs)
+		return -EBUSY;
+	pd_free(pd);
+	return 0;
+}
+
+/* Memory window allocations live in the vRNIC, not in the context: an MR of
+ * another context of the same tenant may still reference them after the
+ * allocating context freed them or died. */
+static void mem_release(struct urd_vrnic *vr, struct urd_mem *m)
+{
+	fallocate(vr->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)(URD_REGION_CTRL_SIZE + m->off), (off_t)m->len);
+	alloc_put(&vr->memwin, m->off, m->len);
+}
+
+static void mem_unlink_free(struct urd_vrnic *vr, struct urd_mem *m)
+{
+	for (struct urd_mem **pp = &vr->mems; *pp; pp = &(*pp)->next)
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	mem_release(vr, m);
+	free(m);
+}
+
+static void mem_put(struct urd_vrnic *vr, struct urd_mem *m)
+{
+	if (--m->refs == 0 && m->freed_by_tenant)
+		mem_unlink_free(vr, m);
+}
+
+static int op_mem_alloc(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_mem_req);
+	RESP(urd_mem_resp);
+	struct urd_vrnic *vr = a->vr;
+	struct urd_mem *m;
+	uint64_t off;
+	int ret;
+
+	if (!r->len || r->len % URD_PAGE_SIZE || r->len > vr->memwin.size)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	ret = alloc_get(&vr->memwin, r->len, URD_PAGE_SIZE, &off);
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	m->off = off;
+	m->len = r->len;
+	m->ctx = a->ctx;
+	m->next = vr->mems;
+	vr->mems = m;
+	o->off = off;
+	o->len = r->len;
+	return 0;
+}
+
+static int op_mem_free(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_mem_req);
+
+	for (struct urd_mem *m = a->vr->mems; m; m = m->next) {
+		if (m->off == r->off && m->len == r->len && !m->freed_by_tenant && m->ctx == a->ctx) {
+			m->freed_by_tenant = true;
+			m->ctx = NULL;
+			if (!m->refs)
+				mem_unlink_free(a->vr, m);
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static struct urd_mem *mem_containing(struct urd_vrnic *vr, uint64_t off, uint64_t len)
+{
+	for (struct urd_mem *m = vr->mems; m; m = m->next)
+		if (!m->freed_by_tenant && off >= m->off && len <= m->len && off - m->off <= m->len - len)
+			return m;
+	return NULL;
+}
+
+#define URD_ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+			IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | \
+			IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
+
+static int op_reg_mr(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_reg_mr_req);
+	RESP(urd_reg_mr_resp);
+	struct urd_vrnic *vr = a->vr;
+	struct urd_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
+	uint64_t total = 0;
+	struct urd_mr *mr;
+	uint32_t b;
+	int ret;
+
+	if (!pd)
+		return -EINVAL;
+	if (r->access & ~(uint32_t)URD_ACCESS_ALL)
+		return -EINVAL;
+	if ((r->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(r->access & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;         /* man ibv_reg_mr */
+	if (!r->length || r->length > vr->hdr->dev.max_mr_size || r->iova + r->length < r->iova)
+		return -EINVAL;
+	if (!r->nsegs || r->nsegs > URD_MR_MAX_SEGS ||
+	    len < sizeof(*r) + (uint64_t)r->nsegs * sizeof(r->segs[0]))
+		return -EINVAL;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->segs = calloc(r->nsegs, sizeof(*mr->segs));
+	if (!mr->segs) {
+		ret = -ENOMEM;
+		goto err_mr;
+	}
+	for (uint32_t i = 0; i < r->nsegs; i++) {
+		struct urd_mem *m = mem_containing(vr, r->segs[i].off, r->segs[i].len);
+
+		if (!r->segs[i].len || !m || total + r->segs[i].len > r->length) {
+			ret = -EINVAL;
+			goto err_segs;
+		}
+		mr->segs[i].mr_off = total;
+		mr->segs[i].len = r->segs[i].len;
+		mr->segs[i].ptr = vr->map + URD_REGION_CTRL_SIZE + r->segs[i].off;
+		mr->segs[i].mem = m;
+		m->refs++;
+		mr->nsegs = i + 1;
+		total += r->segs[i].len;
+	}
+	if (total != r->length) {
+		ret = -EINVAL;
+		goto err_segs;
+	}
+	ret = handle_new(a->ctx, &mr->obj, OBJ_MR);
+	if (ret)
+		goto err_segs;
+	mr->pd = pd;
+	pd->obj.refs++;
+	mr->access = r->access;
+	mr->iova = r->iova;
+	mr->length = r->length;
+	mr->lkey = new_key(vr);
+	mr->rkey = new_key(vr);
+	b = key_bucket(mr->lkey);
+	mr->lkey_next = vr->lkeys[b];
+	vr->lkeys[b] = mr;
+	b = key_bucket(mr->rkey);
+	mr->rkey_next = vr->rkeys[b];
+	vr->rkeys[b] = mr;
+	vr->nmr++;
+	o->handle = mr->obj.handle;
+	o->lkey = mr->lkey;
+	o->rkey = mr->rkey;
+	return 0;
+
+err_segs:
+	for (uint32_t i = 0; i < mr->nsegs; i++)
+		mem_put(vr, mr->segs[i].mem);
+	free(mr->segs);
+err_mr:
+	free(mr);
+	return ret;
+}
+
+static void mr_free(struct urd_mr *mr)
+{
+	struct urd_vrnic *vr = mr->obj.ctx->vr;
+
+	for (struct urd_mr **pp = &vr->lkeys[key_bucket(mr->lkey)]; *pp; pp = &(*pp)->lkey_next)
+		if (*pp == mr) {
+			*pp = mr->lkey_next;
+			break;
+		}
+	for (struct urd_mr **pp = &vr->rkeys[key_bucket(mr->rkey)]; *pp; pp = &(*pp)->rkey_next)
+		if (*pp == mr) {
+			*pp = mr->rkey_next;
+			break;
+		}
+	for (uint32_t i = 0; i < mr->nsegs; i++)
+		mem_put(vr, mr->segs[i].mem);
+	mr->pd->obj.refs--;
+	vr->nmr--;
+	handle_free(&mr->obj);
+	free(mr->segs);
+	free(mr);
+}
+
+static int op_dereg_mr(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_handle_req);
+	struct urd_mr *mr = obj_get(a->ctx, r->handle, OBJ_MR);
+
+	if (!mr)
+		return -EINVAL;
+	mr_free(mr);
+	return 0;
+}
+
+static int op_create_cq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_create_cq_req);
+	RESP(urd_create_cq_resp);
+	struct urd_cq *cq;
+	int ret;
+
+	if (!r->cqe || r->cqe > a->vr->hdr->dev.max_cqe)
+		return -EINVAL;
+	if (r->comp_vector >= 1)
+		return -EINVAL;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	ret = ring_alloc(a->vr, &cq->ring, roundup_pow2(r->cqe), sizeof(struct urd_cqe));
+	if (ret)
+		goto err_free;
+	ret = handle_new(a->ctx, &cq->obj, OBJ_CQ);
+	if (ret)
+		goto err_ring;
+	a->vr->ncq++;
+	o->handle = cq->obj.handle;
+	o->nentries = cq->ring.n;
+	o->ring_off = cq->ring.off;
+	return 0;
+
+err_ring:
+	ring_free(a->vr, &cq->ring);
+err_free:
+	free(cq);
+	return ret;
+}
+
+static void cq_free(struct urd_cq *cq)
+{
+	struct urd_vrnic *vr = cq->obj.ctx->vr;
+
+	ring_free(vr, &cq->ring);
+	vr->ncq--;
+	handle_free(&cq->obj);
+	free(cq);
+}
+
+static int op_destroy_cq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_handle_req);
+	struct urd_cq *cq = obj_get(a->ctx, r->handle, OBJ_CQ);
+
+	if (!cq)
+		return -EINVAL;
+	if (cq->obj.refs)
+		return -EBUSY;
+	cq_free(cq);
+	return 0;
+}
+
+static uint32_t recv_wqe_bytes(uint32_t max_sge)
+{
+	return roundup_pow2((uint32_t)sizeof(struct urd_recv_wqe) +
+			    (max_sge ? max_sge : 1) * (uint32_t)sizeof(struct urd_sge));
+}
+
+static void srq_fill(const struct urd_srq *srq, struct urd_srq_resp *o)
+{
+	o->handle = srq->obj.handle;
+	o->srq_num = srq->srq_num;
+	o->max_wr = srq->max_wr;
+	o->max_sge = srq->max_sge;
+	o->srq_limit = srq->limit;
+	o->nentries = srq->ring.n;
+	o->wqe_shift = srq->ring.shift;
+	o->ring_off = srq->ring.off;
+}
+
+static int op_create_srq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_create_srq_req);
+	RESP(urd_srq_resp);
+	const struct urd_dev_attr *dev = &a->vr->hdr->dev;
+	struct urd_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
+	struct urd_srq *srq;
+	uint32_t n;
+	int ret;
+
+	if (!pd || !r->max_wr || r->max_wr > URD_MAX_WR || r->max_sge > URD_MAX_SGE ||
+	    r->srq_limit > r->max_wr)
+		return -EINVAL;
+	(void)dev;
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return -ENOMEM;
+	n = roundup_pow2(r->max_wr);
+	ret = ring_alloc(a->vr, &srq->ring, n, recv_wqe_bytes(r->max_sge));
+	if (ret)
+		goto err_free;
+	ret = handle_new(a->ctx, &srq->obj, OBJ_SRQ);
+	if (ret)
+		goto err_ring;
+	srq->pd = pd;
+	pd->obj.refs++;
+	srq->max_wr = n;
+	srq->max_sge = r->max_sge ? r->max_sge : 1;
+	srq->limit = r->srq_limit;
+	srq->srq_num = a->vr->d->next_srqn++ & 0xffffff;
+	a->vr->nsrq++;
+	srq_fill(srq, o);
+	return 0;
+
+err_ring:
+	ring_free(a->vr, &srq->ring);
+err_free:
+	free(srq);
+	return ret;
+}
+
+static int op_modify_srq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_modify_srq_req);
+	struct urd_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
+
+	if (!srq)
+		return -EINVAL;
+	if (r->attr_mask & ~(uint32_t)(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return -EINVAL;
+	if (r->attr_mask & IBV_SRQ_MAX_WR)
+		return -EINVAL;         /* resizing is not supported (no IBV_DEVICE_SRQ_RESIZE) */
+	if (r->attr_mask & IBV_SRQ_LIMIT) {
+		if (r->srq_limit > srq->max_wr)
+			return -EINVAL;
+		srq->limit = r->srq_limit;      /* arms the limit event; 0 disarms */
+	}
+	return 0;
+}
+
+static int op_query_srq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_handle_req);
+	RESP(urd_srq_resp);
+	struct urd_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
+
+	if (!srq)
+		return -EINVAL;
+	srq_fill(srq, o);
+	return 0;
+}
+
+static void srq_free(struct urd_srq *srq)
+{
+	struct urd_vrnic *vr = srq->obj.ctx->vr;
+
+	ring_free(vr, &srq->ring);
+	srq->pd->obj.refs--;
+	vr->nsrq--;
+	handle_free(&srq->obj);
+	free(srq);
+}
+
+static int op_destroy_srq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_handle_req);
+	struct urd_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
+
+	if (!srq)
+		return -EINVAL;
+	if (srq->obj.refs)
+		return -EBUSY;
+	srq_free(srq);
+	return 0;
+}
+
+static int op_create_qp(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_create_qp_req);
+	RESP(urd_create_qp_resp);
+	struct urd_vrnic *vr = a->vr;
+	struct urd_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
+	struct urd_cq *scq = obj_get(a->ctx, r->send_cq, OBJ_CQ);
+	struct urd_cq *rcq = obj_get(a->ctx, r->recv_cq, OBJ_CQ);
+	struct urd_srq *srq = NULL;
+	struct urd_qp_cap cap = r->cap;
+	uint32_t sq_bytes, room, db = UINT32_MAX;
+	struct urd_qp *qp;
+	int ret;
+
+	if (r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UD)
+		return -EOPNOTSUPP;
+	if (!pd || !scq || !rcq)
+		return -EINVAL;
+	if (r->srq && !(srq = obj_get(a->ctx, r->srq, OBJ_SRQ)))
+		return -EINVAL;
+	if (cap.max_send_wr > URD_MAX_WR || cap.max_send_sge > URD_MAX_SGE ||
+	    cap.max_inline_data > URD_MAX_INLINE ||
+	    (!srq && (cap.max_recv_wr > URD_MAX_WR || cap.max_recv_sge > URD_MAX_SGE)))
+		return -EINVAL;
+	for (uint32_t i = 0; i < URD_MAX_QP_SLOTS; i++)
+		if (!vr->qp_slots[i]) {
+			db = i;
+			break;
+		}
+	if (db == UINT32_MAX)
+		return -ENOMEM;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	room = cap.max_send_sge * (uint32_t)sizeof(struct urd_sge);
+	if (cap.max_inline_data > room)
+		room = cap.max_inline_data;
+	if (room < sizeof(struct urd_sge))
+		room = sizeof(struct urd_sge);
+	sq_bytes = roundup_pow2(URD_SEND_WQE_HDR + room);
+	ret = ring_alloc(vr, &qp->sq, roundup_pow2(cap.max_send_wr ? cap.max_send_wr : 1), sq_bytes);
+	if (ret)
+		goto err_free;
+	room = sq_bytes - URD_SEND_WQE_HDR;
+	cap.max_inline_data = room < URD_MAX_INLINE ? room : URD_MAX_INLINE;
+	cap.max_send_sge = room / sizeof(struct urd_sge) < URD_MAX_SGE ?
+			   room / (uint32_t)sizeof(struct urd_sge) : URD_MAX_SGE;
+	cap.max_send_wr = qp->sq.n;
+	if (!srq) {
+		uint32_t rb = recv_wqe_bytes(cap.max_recv_sge);
+
+		ret = ring_alloc(vr, &qp->rq, roundup_pow2(cap.max_recv_wr ? cap.max_recv_wr : 1), rb);
+		if (ret)
+			goto err_sq;
+		cap.max_recv_wr = qp->rq.n;
+		cap.max_recv_sge = (rb - (uint32_t)sizeof(struct urd_recv_wqe)) / (uint32_t)sizeof(struct urd_sge);
+		if (cap.max_recv_sge > URD_MAX_SGE)
+			cap.max_recv_sge = URD_MAX_SGE;
+	} else {
+		cap.max_recv_wr = 0;
+		cap.max_recv_sge = 0;
+	}
+	ret = handle_new(a->ctx, &qp->obj, OBJ_QP);
+	if (ret)
+		goto err_rq;
+	qp->vr = vr;
+	qp->type = r->qp_type;
+	qp->state = IBV_QPS_RESET;
+	qp->sq_sig_all = r->sq_sig_all != 0;
+	qp->pd = pd;
+	qp->scq = scq;
+	qp->rcq = rcq;
+	qp->srq = srq;
+	pd->obj.refs++;
+	scq->obj.refs++;
+	rcq->obj.refs++;
+	if (srq)
+		srq->obj.refs++;
+	qp->cap = cap;
+	qp->db_index = db;
+	qp->qpn = qpn_alloc(vr->d);
+	qp->qpn_next = vr->d->qpn_hash[qp->qpn % URD_QPN_BUCKETS];
+	vr->d->qpn_hash[qp->qpn % URD_QPN_BUCKETS] = qp;
+	vr->qp_slots[db] = qp;
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.port_num = 1;
+	qp->attr.cap = cap;
+	vr->nqp++;
+
+	o->handle = qp->obj.handle;
+	o->qpn = qp->qpn;
+	o->db_index = db;
+	o->cap = cap;
+	o->sq_off = qp->sq.off;
+	o->sq_n = qp->sq.n;
+	o->sq_wqe_shift = qp->sq.shift;
+	o->rq_off = srq ? 0 : qp->rq.off;
+	o->rq_n = srq ? 0 : qp->rq.n;
+	o->rq_wqe_shift = srq ? 0 : qp->rq.shift;
+	return 0;
+
+err_rq:
+	ring_free(vr, &qp->rq);
+err_sq:
+	ring_free(vr, &qp->sq);
+err_free:
+	free(qp);
+	return ret;
+}
+
+/* IB spec 11.2.4.2 / the kernel's QP state table: attributes each transition
+ * requires and may take. */
+static bool qp_transition(uint32_t type, uint32_t cur, uint32_t next, uint32_t *req, uint32_t *opt)
+{
+	const bool ud = type == IBV_QPT_UD;
+
+	*req = IBV_QP_STATE;
+	*opt = 0;
+	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
+		return cur <= IBV_QPS_ERR;
+	switch (cur) {
+	case IBV_QPS_RESET:
+		if (next != IBV_QPS_INIT)
+			return false;
+		*req |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS);
+		return true;
+	case IBV_QPS_INIT:
+		if (next == IBV_QPS_INIT) {
+			*opt = IBV_QP_PKEY_INDEX | IBV_QP_PORT | (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS);
+			return true;
+		}
+		if (next != IBV_QPS_RTR)
+			return false;
+		if (ud) {
+			*opt = IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
+		} else {
+			*req |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+			*opt = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
+		}
+		return true;
+	case IBV_QPS_RTR:
+		if (next != IBV_QPS_RTS)
+			return false;
+		*req |= IBV_QP_SQ_PSN;
+		if (ud) {
+			*opt = IBV_QP_CUR_STATE | IBV_QP_QKEY;
+		} else {
+			*req |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+			*opt = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+			       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
+		}
+		return true;
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQD:
+	case IBV_QPS_SQE:
+		if (next == IBV_QPS_SQD && cur != IBV_QPS_SQE) {
+			*opt = IBV_QP_EN_SQD_ASYNC_NOTIFY;
+			return true;
+		}
+		if (next != IBV_QPS_RTS)
+			return false;
+		*opt = IBV_QP_CUR_STATE | (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+					   IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER);
+		if (cur == IBV_QPS_SQD && !ud)
+			*opt |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_AV;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void ring_reset(struct urd_ring *r)
+{
+	if (!r->bytes)
+		return;
+	/* drop whatever the tenant posted: RESET empties the queues (no completions) */
+	r->head = urd_load_acquire(&r->hdr->prod);
+	urd_store_release(&r->hdr->cons, r->head);
+}
+
+static int op_modify_qp(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_modify_qp_req);
+	struct urd_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
+	const struct urd_qp_attr *at = &r->attr;
+	uint32_t mask = r->attr_mask, need, opt, next;
+
+	if (!qp)
+		return -EINVAL;
+	next = (mask & IBV_QP_STATE) ? at->qp_state : qp->state;
+	if (next > IBV_QPS_ERR)
+		return -EINVAL;
+	if ((mask & IBV_QP_CUR_STATE) && at->cur_qp_state != qp->state)
+		return -EINVAL;
+	if (!(mask & IBV_QP_STATE)) {
+		/* attribute-only change: allowed where the same-state transition is */
+		if (!qp_transition(qp->type, qp->state, qp->state, &need, &opt))
+			return -EINVAL;
+		need &= ~(uint32_t)IBV_QP_STATE;
+	} else if (!qp_transition(qp->type, qp->state, next, &need, &opt)) {
+		return -EINVAL;
+	}
+	if ((mask & need) != need || (mask & ~(need | opt | IBV_QP_STATE)))
+		return -EINVAL;
+	if ((mask & IBV_QP_PORT) && at->port_num != 1)
+		return -EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && at->pkey_index != 0)
+		return -EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) && (at->path_mtu < IBV_MTU_256 || at->path_mtu > IBV_MTU_4096))
+		return -EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && at->dest_qp_num > 0xffffff)
+		return -EINVAL;
+	if ((mask & IBV_QP_AV) && ((at->ah.is_global && at->ah.sgid_index != 0) ||
+				   (at->ah.port_num && at->ah.port_num != 1)))
+		return -EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && at->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IBV_QP_TIMEOUT) && at->timeout > 31)
+		return -EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && at->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && at->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && at->max_rd_atomic > a->vr->hdr->dev.max_qp_rd_atom)
+		return -EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && at->max_dest_rd_atomic > a->vr->hdr->dev.max_qp_rd_atom)
+		return -EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) &&
+	    (at->qp_access_flags & ~(uint32_t)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+		return -EINVAL;
+
+#define TAKE(bit, field) do { if (mask & (bit)) qp->attr.field = at->field; } while (0)
+	TAKE(IBV_QP_PKEY_INDEX, pkey_index);
+	TAKE(IBV_QP_PORT, port_num);
+	TAKE(IBV_QP_QKEY, qkey);
+	TAKE(IBV_QP_ACCESS_FLAGS, qp_access_flags);
+	TAKE(IBV_QP_PATH_MTU, path_mtu);
+	TAKE(IBV_QP_DEST_QPN, dest_qp_num);
+	TAKE(IBV_QP_RQ_PSN, rq_psn);
+	TAKE(IBV_QP_SQ_PSN, sq_psn);
+	TAKE(IBV_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+	TAKE(IBV_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
+	TAKE(IBV_QP_MIN_RNR_TIMER, min_rnr_timer);
+	TAKE(IBV_QP_TIMEOUT, timeout);
+	TAKE(IBV_QP_RETRY_CNT, retry_cnt);
+	TAKE(IBV_QP_RNR_RETRY, rnr_retry);
+	TAKE(IBV_QP_PATH_MIG_STATE, path_mig_state);
+	TAKE(IBV_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+	TAKE(IBV_QP_AV, ah);
+#undef TAKE
+	if (!(mask & IBV_QP_STATE))
+		return 0;
+	if (next == IBV_QPS_RESET) {
+		engine_forget(qp);
+		ring_reset(&qp->sq);
+		ring_reset(&qp->rq);
+		qp->wait = QP_WAIT_NONE;
+	}
+	qp->state = next;
+	qp->attr.qp_state = next;
+	if (next == IBV_QPS_ERR)
+		qp_to_error(qp, false);
+	else if (next == IBV_QPS_RTS || next == IBV_QPS_RTR)
+		engine_activate(qp);    /* WQEs posted before the transition may be waiting */
+	return 0;
+}
+
+static int op_query_qp(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_handle_req);
+	RESP(urd_query_qp_resp);
+	struct urd_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
+
+	if (!qp)
+		return -EINVAL;
+	o->attr = qp->attr;
+	o->attr.qp_state = qp->state;
+	o->attr.cur_qp_state = qp->state;
+	o->attr.cap = qp->cap;
+	o->qp_type = qp->type;
+	o->sq_sig_all = qp->sq_sig_all;
+	o->srq = qp->srq ? qp->srq->obj.handle : 0;
+	return 0;
+}
+
+static void qp_free(struct urd_qp *qp)
+{
+	struct urd_vrnic *vr = qp->vr;
+
+	engine_forget(qp);
+	qpn_unlink(vr->d, qp);
+	vr->qp_slots[qp->db_index] = NULL;
+	ring_free(vr, &qp->sq);
+	ring_free(vr, &qp->rq);
+	qp->pd->obj.refs--;
+	qp->scq->obj.refs--;
+	qp->rcq->obj.refs--;
+	if (qp->srq)
+		qp->srq->obj.refs--;
+	vr->nqp--;
+	handle_free(&qp->obj);
+	free(qp);
+}
+
+static int op_destroy_qp(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	REQ(urd_handle_req);
+	struct urd_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
+
+	if (!qp)
+		return -EINVAL;
+	qp_free(qp);
+	return 0;
+}
+
+void qp_to_error(struct urd_qp *qp, bool async)
+{
+	bool was = qp->state == IBV_QPS_ERR;
+
+	qp->state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	qp->wait = QP_WAIT_NONE;
+	if (async && !was)
+		ctx_post_async(qp->obj.ctx, IBV_EVENT_QP_FATAL, URD_OBJ_QP, qp->obj.handle);
+	engine_activate(qp);            /* the engine flushes what is posted */
+}
+
+/* ----------------------------------------------------------- contexts */
+
+static int op_open_ctx(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	RESP(urd_open_ctx_resp);
+	struct urd_vrnic *vr = a->vr;
+	struct urd_ctx *ctx;
+
+	if (vr->deleting)
+		return -ENODEV;
+	if (vr->ctx[a->slot])   /* the lock was free, so its previous owner is gone */
+		ctx_destroy(vr->ctx[a->slot]);
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ctx->vr = vr;
+	ctx->slot = a->slot;
+	ctx->id = ++vr->d->next_ctx_id;
+	ctx->shm = (struct urd_slot_hdr *)(vr->map + urd_slot_off(a->slot));
+	/* the async ring restarts where the tenant's consumer is */
+	ctx->async_prod = urd_load_acquire(&ctx->shm->async_cons);
+	urd_store_release(&ctx->shm->async_prod, ctx->async_prod);
+	vr->ctx[a->slot] = ctx;
+	vr->nctx++;
+	o->ctx_id = ctx->id;
+	log_debug("vrnic %s: context %u opened in slot %u", vr->name, ctx->id, a->slot);
+	return 0;
+}
+
+/* Release everything the context owned.  Peers connected to its RC QPs go to
+ * the error state: their next work would otherwise wait for a dead peer. */
+void ctx_destroy(struct urd_ctx *ctx)
+{
+	struct urd_vrnic *vr = ctx->vr;
+	struct urd_daemon *d = vr->d;
+
+	for (uint32_t pass = OBJ_QP; pass >= OBJ_PD; pass--) {
+		for (uint32_t i = 1; i < ctx->nhandles; i++) {
+			struct urd_obj *o = ctx->handles[i];
+
+			if (!o || o->type != pass)
+				continue;
+			switch (o->type) {
+			case OBJ_QP: {
+				struct urd_qp *qp = (struct urd_qp *)o;
+
+				if (qp->type == IBV_QPT_RC) {
+					struct urd_qp *peer = qpn_lookup(d, qp->attr.dest_qp_num);
+
+					if (peer && peer->obj.ctx != ctx && peer->type == IBV_QPT_RC &&
+					    peer->attr.dest_qp_num == qp->qpn &&
+					    (peer->state == IBV_QPS_RTR || peer->state == IBV_QPS_RTS ||
+					     peer->state == IBV_QPS_SQD))
+						qp_to_error(peer, true);
+				}
+				qp_free(qp);
+				break;
+			}
+			case OBJ_SRQ: srq_free((struct urd_srq *)o); break;
+			case OBJ_CQ:  cq_free((struct urd_cq *)o); break;
+			case OBJ_MR:  mr_free((struct urd_mr *)o); break;
+			case OBJ_PD:  pd_free((struct urd_pd *)o); break;
+			default: break;
+			}
+		}
+	}
+	for (struct urd_mem *m = vr->mems, *next; m; m = next) {
+		next = m->next;
+		if (m->ctx == ctx) {
+			m->ctx = NULL;
+			m->freed_by_tenant = true;
+			if (!m->refs)
+				mem_unlink_free(vr, m);
+		}
+	}
+	vr->last_seq[ctx->slot] = ctx->last_req_seq;
+	vr->ctx[ctx->slot] = NULL;
+	vr->nctx--;
+	free(ctx->handles);
+	free(ctx->gens);
+	free(ctx);
+}
+
+static int op_close_ctx(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+{
+	ctx_destroy(a->ctx);
+	a->ctx = NULL;
+	return 0;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+typedef int (*handler_fn)(struct handler_args *, const void *, uint32_t, void *, uint32_t *);
+
+static const struct {
+	handler_fn fn;
+	uint32_t min_len;
+	bool needs_ctx;
+} handlers[URD_OP_MAX] = {
+	[URD_OP_OPEN_CTX]    = { op_open_ctx,    sizeof(struct urd_open_ctx_req),    false },
+	[URD_OP_CLOSE_CTX]   = { op_close_ctx,   sizeof(struct urd_msg_hdr),         true },
+	[URD_OP_ALLOC_PD]    = { op_alloc_pd,    sizeof(struct urd_msg_hdr),         true },
+	[URD_OP_DEALLOC_PD]  = { op_dealloc_pd,  sizeof(struct urd_handle_req),      true },
+	[URD_OP_MEM_ALLOC]   = { op_mem_alloc,   sizeof(struct urd_mem_req),         true },
+	[URD_OP_MEM_FREE]    = { op_mem_free,    sizeof(struct urd_mem_req),         true },
+	[URD_OP_REG_MR]      = { op_reg_mr,      sizeof(struct urd_reg_mr_req),      true },
+	[URD_OP_DEREG_MR]    = { op_dereg_mr,    sizeof(struct urd_handle_req),      true },
+	[URD_OP_CREATE_CQ]   = { op_create_cq,   sizeof(struct urd_create_cq_req),   true },
+	[URD_OP_DESTROY_CQ]  = { op_destroy_cq,  sizeof(struct urd_handle_req),      true },
+	[URD_OP_CREATE_SRQ]  = { op_create_srq,  sizeof(struct urd_create_srq_req),  true },
+	[URD_OP_MODIFY_SRQ]  = { op_modify_srq,  sizeof(struct urd_modify_srq_req),  true },
+	[URD_OP_QUERY_SRQ]   = { op_query_srq,   sizeof(struct urd_handle_req),      true },
+	[URD_OP_DESTROY_SRQ] = { op_destroy_srq, sizeof(struct urd_handle_req),      true },
+	[URD_OP_CREATE_QP]   = { op_create_qp,   sizeof(struct urd_create_qp_req),   true },
+	[URD_OP_MODIFY_QP]   = { op_modify_qp,   sizeof(struct urd_modify_qp_req),   true },
+	[URD_OP_QUERY_QP]    = { op_query_qp,    sizeof(struct urd_handle_req),      true },
+	[URD_OP_DESTROY_QP]  = { op_destroy_qp,  sizeof(struct urd_handle_req),      true },
+};
+
+int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
+		  void *resp, uint32_t *resp_len)
+{
+	const struct urd_msg_hdr *h = req;
+	struct handler_args a = { vr, vr->ctx[slot], slot };
+
+	*resp_len = sizeof(struct urd_msg_hdr);
+	if (req_len < sizeof(*h) || req_len > URD_MSG_MAX)
+		return -EINVAL;
+	if (h->version != URD_ABI_VERSION)
+		return -EPROTO;
+	if (h->op >= URD_OP_MAX || !handlers[h->op].fn)
+		return -EOPNOTSUPP;
+	if (req_len < handlers[h->op].min_len)
+		return -EINVAL;
+	if (handlers[h->op].needs_ctx && !a.ctx)
+		return -EBADF;
+	return handlers[h->op].fn(&a, req, req_len, resp, resp_len);
+}

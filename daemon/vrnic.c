@@ -1,0 +1,404 @@
+/* vRNIC lifecycle: the region file, its header, and the allocators for the
+ * ring arena and the container memory window. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "futex.h"
+#include "unirdma/barrier.h"
+
+#define URD_MEMWIN_DEFAULT (16ull << 30)
+
+/* ------------------------------------------------------------ allocators */
+
+int alloc_init(struct urd_alloc *a, uint64_t base, uint64_t size)
+{
+	struct urd_extent *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return -ENOMEM;
+	e->off = base;
+	e->len = size;
+	a->free_list = e;
+	a->base = base;
+	a->size = size;
+	a->used = 0;
+	return 0;
+}
+
+void alloc_fini(struct urd_alloc *a)
+{
+	while (a->free_list) {
+		struct urd_extent *n = a->free_list->next;
+
+		free(a->free_list);
+		a->free_list = n;
+	}
+}
+
+/* First fit; len and align are page multiples. */
+int alloc_get(struct urd_alloc *a, uint64_t len, uint64_t align, uint64_t *off)
+{
+	for (struct urd_extent **pp = &a->free_list; *pp; pp = &(*pp)->next) {
+		struct urd_extent *e = *pp;
+		uint64_t start = (e->off + align - 1) & ~(align - 1);
+		uint64_t pad = start - e->off;
+
+		if (pad + len > e->len)
+			continue;
+		if (pad) {      /* keep the alignment gap as its own free extent */
+			struct urd_extent *g = calloc(1, sizeof(*g));
+
+			if (!g)
+				return -ENOMEM;
+			g->off = e->off;
+			g->len = pad;
+			g->next = e;
+			*pp = g;
+			e->off += pad;
+			e->len -= pad;
+		}
+		*off = e->off;
+		e->off += len;
+		e->len -= len;
+		a->used += len;
+		if (!e->len) {
+			struct urd_extent **q = pad ? &(*pp)->next : pp;
+
+			*q = e->next;
+			free(e);
+		}
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+void alloc_put(struct urd_alloc *a, uint64_t off, uint64_t len)
+{
+	struct urd_extent **pp = &a->free_list, *prev = NULL, *e;
+
+	while (*pp && (*pp)->off < off) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	a->used -= len;
+	if (prev && prev->off + prev->len == off) {
+		prev->len += len;
+		if (prev->next && prev->off + prev->len == prev->next->off) {
+			e = prev->next;
+			prev->len += e->len;
+			prev->next = e->next;
+			free(e);
+		}
+		return;
+	}
+	if (*pp && off + len == (*pp)->off) {
+		(*pp)->off = off;
+		(*pp)->len += len;
+		return;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return;         /* the space is lost, never handed out twice */
+	e->off = off;
+	e->len = len;
+	e->next = *pp;
+	*pp = e;
+}
+
+/* ------------------------------------------------------------------ names */
+
+static bool valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > URD_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] == '-' || s[i] == '_' || (s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
+			return false;
+	return s[0] != '-';
+}
+
+static int parse_ip_prefix(const char *s, uint32_t *ip, uint8_t *prefix)
+{
+	char buf[64];
+	char *slash, *end;
+	struct in_addr a;
+	long p = 24;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (slash) {
+		*slash = 0;
+		errno = 0;
+		p = strtol(slash + 1, &end, 10);
+		if (errno || *end || end == slash + 1 || p < 1 || p > 32)
+			return -EINVAL;
+	}
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return -EINVAL;
+	*ip = a.s_addr;
+	*prefix = (uint8_t)p;
+	return 0;
+}
+
+struct urd_vrnic *vrnic_find(struct urd_daemon *d, const char *name)
+{
+	for (int i = 0; i < URD_MAX_VRNICS; i++)
+		if (d->vrnics[i] && !strcmp(d->vrnics[i]->name, name))
+			return d->vrnics[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------- the region */
+
+static void init_header(struct urd_vrnic *vr, uint64_t file_size)
+{
+	struct urd_region_hdr *h = vr->hdr;
+	struct urd_dev_attr *dev = &h->dev;
+	struct urd_port_attr *port = &h->port;
+	uint32_t ip = ntohl(vr->vip);
+
+	memset(h, 0, sizeof(*h));
+	h->abi_version = URD_ABI_VERSION;
+	h->hdr_size = URD_HDR_SIZE;
+	h->region_size = file_size;
+	h->ctrl_size = URD_REGION_CTRL_SIZE;
+	h->slots_off = URD_SLOTS_OFF;
+	h->nslots = URD_MAX_CTX;
+	h->slot_size = URD_SLOT_SIZE;
+	h->db_off = URD_DB_OFF;
+	h->arena_off = URD_ARENA_OFF;
+	h->arena_size = URD_ARENA_SIZE;
+	h->mem_off = URD_REGION_CTRL_SIZE;
+	h->mem_size = file_size - URD_REGION_CTRL_SIZE;
+	h->vrnic_id = vr->id;
+	snprintf(h->name, sizeof(h->name), "%s", vr->name);
+	snprintf(h->tenant, sizeof(h->tenant), "%s", vr->tenant);
+
+	snprintf(dev->fw_ver, sizeof(dev->fw_ver), "unirdma-%u", URD_ABI_VERSION);
+	/* node GUID: 0x02 (locally administered) + the vIP, like an EUI-64 from a MAC */
+	dev->node_guid = htobe64(0x0200000000000000ull | ((uint64_t)vr->id << 32) | ip);
+	dev->sys_image_guid = dev->node_guid;
+	dev->max_mr_size = h->mem_size;
+	dev->page_size_cap = URD_PAGE_SIZE;
+	dev->vendor_id = 0xffffff;
+	dev->vendor_part_id = 0;
+	dev->hw_ver = 1;
+	dev->max_qp = URD_MAX_QP_SLOTS;
+	dev->max_qp_wr = URD_MAX_WR;
+	dev->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT |
+				IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
+				IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
+	dev->max_sge = URD_MAX_SGE;
+	dev->max_sge_rd = URD_MAX_SGE;
+	dev->max_cq = 16384;
+	dev->max_cqe = URD_MAX_CQE;
+	dev->max_mr = 65536;
+	dev->max_pd = 65536;
+	dev->max_qp_rd_atom = 128;
+	dev->max_res_rd_atom = 128 * URD_MAX_QP_SLOTS;
+	dev->max_qp_init_rd_atom = 128;
+	dev->atomic_cap = IBV_ATOMIC_HCA;
+	dev->max_srq = 4096;
+	dev->max_srq_wr = URD_MAX_WR;
+	dev->max_srq_sge = URD_MAX_SGE;
+	dev->max_ah = 65536;
+	dev->max_inline_data = URD_MAX_INLINE;
+	dev->max_pkeys = 1;
+	dev->local_ca_ack_delay = 15;
+	dev->phys_port_cnt = 1;
+
+	port->state = IBV_PORT_ACTIVE;
+	port->max_mtu = IBV_MTU_4096;
+	port->active_mtu = IBV_MTU_4096;
+	port->gid_tbl_len = 1;
+	port->port_cap_flags = 0x04010000; /* CM supported | IP based GIDs */
+	port->max_msg_sz = URD_MAX_MSG;
+	port->pkey_tbl_len = 1;
+	port->active_width = 2;             /* 4x */
+	port->active_speed = 32;            /* EDR-ish: 25 Gb/s per lane */
+	port->phys_state = 5;               /* LinkUp */
+	port->link_layer = IBV_LINK_LAYER_ETHERNET;
+	port->gid[10] = 0xff;
+	port->gid[11] = 0xff;
+	memcpy(&port->gid[12], &vr->vip, 4);
+	port->vip = vr->vip;
+
+	h->daemon_epoch = vr->d->epoch;
+	urd_store_release(&h->daemon_state, URD_STATE_RUNNING);
+	/* magic last: a reader that sees it sees a complete header */
+	urd_store_release(&h->magic, URD_MAGIC);
+}
+
+int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
+		 const char *ip_prefix, struct urd_vrnic **out)
+{
+	struct urd_vrnic *vr;
+	char path[600];
+	uint64_t size = URD_REGION_CTRL_SIZE + URD_MEMWIN_DEFAULT;
+	int slot = -1, ret;
+
+	if (!valid_name(name) || !valid_name(tenant))
+		return -EINVAL;
+	if (vrnic_find(d, name))
+		return -EEXIST;
+	for (int i = 0; i < URD_MAX_VRNICS; i++)
+		if (!d->vrnics[i]) {
+			slot = i;
+			break;
+		}
+	if (slot < 0)
+		return -ENOSPC;
+	vr = calloc(1, sizeof(*vr));
+	if (!vr)
+		return -ENOMEM;
+	vr->d = d;
+	vr->fd = -1;
+	vr->id = (uint32_t)slot + 1;
+	snprintf(vr->name, sizeof(vr->name), "%s", name);
+	snprintf(vr->tenant, sizeof(vr->tenant), "%s", tenant);
+	ret = parse_ip_prefix(ip_prefix, &vr->vip, &vr->prefix);
+	if (ret)
+		goto err_free;
+	for (int i = 0; i < URD_MAX_VRNICS; i++) {
+		struct urd_vrnic *o = d->vrnics[i];
+
+		if (o && o->vip == vr->vip && !strcmp(o->tenant, vr->tenant)) {
+			ret = -EADDRINUSE;
+			goto err_free;
+		}
+	}
+	snprintf(vr->dir, sizeof(vr->dir), "%s/vrnics/%s", d->state_dir, name);
+	if (mkdir(vr->dir, 0755) && errno != EEXIST) {
+		ret = -errno;
+		goto err_free;
+	}
+	snprintf(path, sizeof(path), "%s/region", vr->dir);
+	unlink(path);
+	vr->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0660);
+	if (vr->fd < 0) {
+		ret = -errno;
+		goto err_dir;
+	}
+	if (ftruncate(vr->fd, (off_t)size)) {
+		ret = -errno;
+		goto err_file;
+	}
+	vr->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, vr->fd, 0);
+	if (vr->map == MAP_FAILED) {
+		ret = -errno;
+		goto err_file;
+	}
+	vr->map_size = size;
+	guard_add(vr->map, size);
+	vr->hdr = (struct urd_region_hdr *)vr->map;
+	vr->db = (struct urd_doorbells *)(vr->map + URD_DB_OFF);
+	ret = alloc_init(&vr->arena, URD_ARENA_OFF, URD_ARENA_SIZE);
+	if (ret)
+		goto err_map;
+	ret = alloc_init(&vr->memwin, 0, size - URD_REGION_CTRL_SIZE);
+	if (ret)
+		goto err_arena;
+	init_header(vr, size);
+	d->vrnics[slot] = vr;
+	ret = pthread_create(&vr->ctrl_thread, NULL, ctrl_thread_main, vr);
+	if (ret) {
+		d->vrnics[slot] = NULL;
+		ret = -ret;
+		goto err_mem;
+	}
+	log_info("vrnic %s created: tenant %s, ip %s/%u, region %s", name, tenant,
+		 inet_ntoa((struct in_addr){ vr->vip }), vr->prefix, path);
+	*out = vr;
+	return 0;
+
+err_mem:
+	alloc_fini(&vr->memwin);
+err_arena:
+	alloc_fini(&vr->arena);
+err_map:
+	guard_remove(vr->map);
+	munmap(vr->map, size);
+err_file:
+	close(vr->fd);
+	unlink(path);
+err_dir:
+	rmdir(vr->dir);
+err_free:
+	free(vr);
+	return ret;
+}
+
+/* Called with the big lock held; drops and retakes it to join the control thread. */
+static void vrnic_teardown(struct urd_daemon *d, struct urd_vrnic *vr, uint32_t final_state)
+{
+	char path[600];
+
+	vr->deleting = true;
+	for (uint32_t i = 0; i < URD_MAX_CTX; i++)
+		if (vr->ctx[i])
+			ctx_destroy(vr->ctx[i]);
+	urd_store_release(&vr->hdr->daemon_state, final_state);
+	/* wake every waiter on the region: mailboxes, event threads */
+	for (uint32_t i = 0; i < URD_MAX_CTX; i++) {
+		struct urd_slot_hdr *s = (struct urd_slot_hdr *)(vr->map + urd_slot_off(i));
+
+		urd_fetch_add(&s->event_seq, 1);
+		urd_futex_wake_all(&s->event_seq);
+		urd_futex_wake_all(&s->resp_seq);
+	}
+	vr->stop = true;
+	urd_fetch_add(&vr->hdr->ctrl_bell, 1);
+	urd_futex_wake_all(&vr->hdr->ctrl_bell);
+	for (int i = 0; i < URD_MAX_VRNICS; i++)
+		if (d->vrnics[i] == vr)
+			d->vrnics[i] = NULL;
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(vr->ctrl_thread, NULL);
+	pthread_mutex_lock(&d->lock);
+	guard_remove(vr->map);
+	munmap(vr->map, vr->map_size);
+	close(vr->fd);
+	/* tenants keep their mappings; the name goes so a new vRNIC starts clean */
+	snprintf(path, sizeof(path), "%s/region", vr->dir);
+	unlink(path);
+	rmdir(vr->dir);
+	alloc_fini(&vr->arena);
+	alloc_fini(&vr->memwin);
+	log_info("vrnic %s %s", vr->name, final_state == URD_STATE_DELETED ? "deleted" : "stopped");
+	free(vr);
+}
+
+int vrnic_delete(struct urd_daemon *d, const char *name)
+{
+	struct urd_vrnic *vr = vrnic_find(d, name);
+
+	if (!vr)
+		return -ENOENT;
+	vrnic_teardown(d, vr, URD_STATE_DELETED);
+	return 0;
+}
+
+/* Daemon shutdown: tenants see DEAD (IBV_EVENT_DEVICE_FATAL).  Region files are
+ * removed too: a restarted daemon starts from a clean state directory. */
+void vrnic_destroy_all(struct urd_daemon *d)
+{
+	for (int i = 0; i < URD_MAX_VRNICS; i++)
+		if (d->vrnics[i])
+			vrnic_teardown(d, d->vrnics[i], URD_STATE_DEAD);
+}

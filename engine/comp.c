@@ -1,0 +1,116 @@
+/* Completer: writes CQEs, raises completion events for armed CQs, and turns a
+ * CQ overrun into IBV_EVENT_CQ_ERR (the QP that overran it gets
+ * IBV_EVENT_QP_FATAL and goes to the error state, as on real RNICs). */
+#include <errno.h>
+#include <string.h>
+
+#include "engine.h"
+#include "unirdma/barrier.h"
+
+int cq_push(struct urd_cq *cq, const struct urd_cqe *cqe, bool solicited)
+{
+	struct urd_ring *r = &cq->ring;
+	uint32_t cons, arm;
+
+	if (cq->overflowed)
+		return -ENOSPC;
+	/* The consumer index is the tenant's: a value that makes the ring look
+	 * fuller than it can be is treated as an overrun, never trusted. */
+	cons = urd_load_acquire(&r->hdr->cons);
+	if (r->head - cons >= r->n) {
+		cq->overflowed = true;
+		r->hdr->flags |= URD_RING_F_ERROR;
+		ctx_post_async(cq->obj.ctx, IBV_EVENT_CQ_ERR, URD_OBJ_CQ, cq->obj.handle);
+		return -ENOSPC;
+	}
+	memcpy(r->slots + ((size_t)(r->head & (r->n - 1)) << r->shift), cqe, sizeof(*cqe));
+	r->head++;
+	/* pairs with poll_cq's load_acquire of prod: the CQE is visible first */
+	urd_store_release(&r->hdr->prod, r->head);
+
+	arm = urd_load_relaxed(&r->hdr->arm);
+	if (arm == URD_CQ_ARM_ANY || (arm == URD_CQ_ARM_SOLICITED &&
+				      (solicited || cqe->status != IBV_WC_SUCCESS))) {
+		if (urd_exchange(&r->hdr->arm, URD_CQ_ARM_NONE) != URD_CQ_ARM_NONE) {
+			cq->events++;
+			urd_store_release(&r->hdr->events, cq->events);
+			ctx_notify(cq->obj.ctx);
+		}
+	}
+	return 0;
+}
+
+static void push_or_fatal(struct urd_qp *qp, struct urd_cq *cq, const struct urd_cqe *cqe, bool solicited)
+{
+	if (cq_push(cq, cqe, solicited) && qp->state != IBV_QPS_ERR)
+		qp_to_error(qp, true);
+}
+
+/* Completion of the WQE at the head of the send queue.  Successful unsignaled
+ * WQEs produce nothing; errors and flushes always complete (IB spec 10.8.3). */
+void comp_send(struct urd_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st)
+{
+	struct urd_cqe c;
+	bool signaled = qp->sq_sig_all || (wqe->flags & URD_WQE_SIGNALED);
+
+	if (st == IBV_WC_SUCCESS && !signaled)
+		return;
+	memset(&c, 0, sizeof(c));
+	c.wr_id = wqe->wr_id;
+	c.status = st;
+	c.opcode = wqe->opcode < URD_WR_NUM_OPCODES ? urd_opcodes[wqe->opcode].wc_opcode : IBV_WC_SEND;
+	c.qp_num = qp->qpn;
+	if (st == IBV_WC_SUCCESS) {
+		const struct opcode_info *op = &urd_opcodes[wqe->opcode];
+
+		if (op->flags & OPF_ATOMIC)
+			c.byte_len = 8;
+		else if (op->flags & OPF_READ) {
+			const struct urd_sge *sg = (const void *)(wqe + 1);
+
+			for (uint32_t i = 0; i < wqe->num_sge; i++)
+				c.byte_len += sg[i].length;
+		}
+	} else {
+		c.vendor_err = st;
+	}
+	push_or_fatal(qp, qp->scq, &c, false);
+}
+
+/* Flush the receive queue of a QP in the error state (not its SRQ). */
+void comp_recv_flush(struct urd_qp *qp)
+{
+	struct urd_ring *r = &qp->rq;
+	uint32_t prod;
+
+	if (!r->bytes)
+		return;
+	prod = urd_load_acquire(&r->hdr->prod);
+	if (prod - r->head > r->n)
+		prod = r->head + r->n;  /* a lying producer index: flush at most a ring */
+	while (r->head != prod) {
+		const struct urd_recv_wqe *w = (const void *)(r->slots + ((size_t)(r->head & (r->n - 1)) << r->shift));
+		struct urd_cqe c;
+
+		memset(&c, 0, sizeof(c));
+		c.wr_id = w->wr_id;
+		c.status = IBV_WC_WR_FLUSH_ERR;
+		c.vendor_err = IBV_WC_WR_FLUSH_ERR;
+		c.opcode = IBV_WC_RECV;
+		c.qp_num = qp->qpn;
+		r->head++;
+		if (cq_push(qp->rcq, &c, false))
+			break;
+	}
+	urd_store_release(&r->hdr->cons, r->head);
+}
+
+/* The head WQE failed: complete it with st and move the QP to error; the rest
+ * of the queue is flushed by the requester on its next pass. */
+void comp_fatal(struct urd_qp *qp, enum ibv_wc_status st)
+{
+	qp->vr->cnt.errors++;
+	qp->cnt.errors++;
+	qp_to_error(qp, false);
+	(void)st;
+}

@@ -1,0 +1,103 @@
+/* The software RNIC engine's internal interfaces.
+ *
+ * The engine plays the hardware: it is the only party that moves bytes
+ * between tenants' registered memory.  A request runs through three roles, as
+ * in a real RNIC pipeline (and the Linux rxe driver):
+ *   req.c   requester: takes a WQE from a send queue, checks the local side,
+ *           resolves the destination and hands a "packet" to the responder;
+ *   resp.c  responder: checks the destination QP, keys, bounds and access,
+ *           moves the data, answers ACK or NAK (RNR, access, invalid request);
+ *   comp.c  completer: turns outcomes into CQEs, events and QP errors.
+ * On one host the three run synchronously in the engine thread under the big
+ * lock; the packet is a struct, not bytes on a wire.
+ */
+#ifndef UNIRDMA_ENGINE_H
+#define UNIRDMA_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "daemon.h"
+
+/* A validated scatter/gather element: a range of an MR, or flat engine memory
+ * (inline data, atomic results). */
+struct vsge {
+	struct urd_mr *mr;
+	uint64_t off;                   /* offset inside the MR */
+	uint32_t len;
+	uint8_t *flat;                  /* when mr == NULL */
+};
+
+#define ENGINE_MAX_SGE URD_MAX_SGE
+
+/* opcode.c: what each work-request opcode does (IB spec 9.4, table 38). */
+enum {
+	OPF_SEND      = 1u << 0,        /* consumes a receive WQE at the responder */
+	OPF_IMM       = 1u << 1,        /* carries immediate data */
+	OPF_WRITE     = 1u << 2,
+	OPF_READ      = 1u << 3,
+	OPF_ATOMIC    = 1u << 4,
+	OPF_RC_ONLY   = 1u << 5,
+	OPF_LOCAL_WR  = 1u << 6,        /* the local SGEs are written (read response, atomic result) */
+};
+
+struct opcode_info {
+	const char *name;
+	uint32_t flags;
+	uint32_t remote_access;         /* IBV_ACCESS_REMOTE_* the target MR and QP must grant */
+	enum ibv_wc_opcode wc_opcode;
+};
+
+extern const struct opcode_info urd_opcodes[URD_WR_NUM_OPCODES];
+
+/* The responder's answer to one request (IB spec 9.7.5.2: ACK / NAK codes). */
+enum resp_result {
+	RESP_ACK = 0,
+	RESP_RNR,                       /* RNR NAK: no receive WQE */
+	RESP_SILENT,                    /* no answer: unreachable peer or QP not ready */
+	RESP_NAK_INV_REQ,               /* invalid request, length error, misaligned atomic */
+	RESP_NAK_ACCESS,                /* remote access error */
+	RESP_NAK_OP,                    /* remote operational error */
+};
+
+struct packet {
+	struct urd_qp *src;
+	const struct urd_send_wqe *wqe;
+	const struct opcode_info *op;
+	struct vsge *local;             /* gather (send/write) or scatter (read/atomic) list */
+	uint32_t nlocal;
+	uint32_t len;                   /* total payload length */
+	uint64_t atomic_orig;           /* result of an atomic */
+	uint32_t rnr_timer;             /* responder's min_rnr_timer, for an RNR NAK */
+};
+
+/* mem.c */
+int mr_check_local(struct urd_vrnic *vr, struct urd_pd *pd, const struct urd_sge *sge,
+		   uint32_t need_access, struct vsge *out);
+int mr_check_remote(struct urd_vrnic *vr, struct urd_qp *qp, uint32_t rkey, uint64_t addr,
+		    uint64_t len, uint32_t need_access, struct vsge *out);
+uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig);
+void sg_copy(const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len);
+
+/* route.c */
+struct urd_qp *route_rc(struct urd_qp *src);
+struct urd_qp *route_ud(struct urd_qp *src, const struct urd_send_wqe *wqe);
+
+/* resp.c */
+enum resp_result resp_handle(struct urd_qp *dst, struct packet *pkt);
+
+/* comp.c */
+int cq_push(struct urd_cq *cq, const struct urd_cqe *cqe, bool solicited);
+void comp_send(struct urd_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st);
+void comp_recv_flush(struct urd_qp *qp);
+void comp_fatal(struct urd_qp *qp, enum ibv_wc_status st);
+
+/* req.c */
+bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget);
+
+/* engine.c */
+void engine_wait(struct urd_qp *qp, enum urd_qp_wait why, uint64_t until_ns);
+
+#endif

@@ -1,0 +1,107 @@
+/* Memory protection and data movement: every access to registered memory is
+ * checked here against the daemon's private MR table (key, PD, bounds,
+ * access flags) before a byte moves.  Bytes move once, from the source MR to
+ * the destination MR. */
+#include <errno.h>
+#include <string.h>
+
+#include "engine.h"
+
+/* [addr, addr + len) inside [iova, iova + length), without overflow. */
+static bool in_bounds(const struct urd_mr *mr, uint64_t addr, uint64_t len)
+{
+	return addr >= mr->iova && len <= mr->length && addr - mr->iova <= mr->length - len;
+}
+
+/* A local SGE (lkey): IB spec 10.6.3.1 / C10-13.  Returns 0 or -EACCES. */
+int mr_check_local(struct urd_vrnic *vr, struct urd_pd *pd, const struct urd_sge *sge,
+		   uint32_t need_access, struct vsge *out)
+{
+	struct urd_mr *mr = mr_by_lkey(vr, sge->lkey);
+
+	if (!mr || mr->pd != pd || (mr->access & need_access) != need_access ||
+	    !in_bounds(mr, sge->addr, sge->length))
+		return -EACCES;
+	out->mr = mr;
+	out->off = sge->addr - mr->iova;
+	out->len = sge->length;
+	out->flat = NULL;
+	return 0;
+}
+
+/* A remote access (rkey) at the responder: the MR must belong to the target
+ * QP's PD, and both the MR and the QP must grant the access (IB spec 9.7.4.1.5
+ * and 10.6.3.2). */
+int mr_check_remote(struct urd_vrnic *vr, struct urd_qp *qp, uint32_t rkey, uint64_t addr,
+		    uint64_t len, uint32_t need_access, struct vsge *out)
+{
+	struct urd_mr *mr = mr_by_rkey(vr, rkey);
+
+	if (!mr || mr->pd != qp->pd || (mr->access & need_access) != need_access ||
+	    (qp->attr.qp_access_flags & need_access) != need_access || !in_bounds(mr, addr, len))
+		return -EACCES;
+	out->mr = mr;
+	out->off = addr - mr->iova;
+	out->len = (uint32_t)len;
+	out->flat = NULL;
+	return 0;
+}
+
+/* Daemon address of byte off of a vsge, and how many bytes from there are
+ * contiguous in the daemon's view. */
+uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig)
+{
+	const struct urd_mr *mr = v->mr;
+	uint64_t mo;
+	uint32_t lo = 0, hi;
+
+	if (!mr) {
+		*contig = v->len - off;
+		return v->flat + off;
+	}
+	mo = v->off + off;
+	hi = mr->nsegs;
+	while (hi - lo > 1) {           /* last segment whose mr_off <= mo */
+		uint32_t mid = (lo + hi) / 2;
+
+		if (mr->segs[mid].mr_off <= mo)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*contig = mr->segs[lo].mr_off + mr->segs[lo].len - mo;
+	if (*contig > v->len - off)
+		*contig = v->len - off;
+	return mr->segs[lo].ptr + (mo - mr->segs[lo].mr_off);
+}
+
+void sg_copy(const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len)
+{
+	uint32_t di = 0, si = 0;
+	uint64_t doff = 0, soff = 0;
+
+	while (len) {
+		uint64_t dc, sc, n;
+		uint8_t *d, *s;
+
+		while (di < ndst && doff == dst[di].len) {
+			di++;
+			doff = 0;
+		}
+		while (si < nsrc && soff == src[si].len) {
+			si++;
+			soff = 0;
+		}
+		if (di == ndst || si == nsrc)
+			return;
+		d = vsge_ptr(&dst[di], doff, &dc);
+		s = vsge_ptr(&src[si], soff, &sc);
+		n = dc < sc ? dc : sc;
+		if (n > len)
+			n = len;
+		memmove(d, s, n);
+		doff += n;
+		soff += n;
+		len -= n;
+	}
+}

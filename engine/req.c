@@ -1,0 +1,186 @@
+/* Requester: executes the WQEs of one send queue in order (RC ordering, IB
+ * spec 9.5), with the retry rules of a real RC requester:
+ *   no answer   -> retry after the transport timer, retry_cnt times, then
+ *                  IBV_WC_RETRY_EXC_ERR (C9-140);
+ *   RNR NAK     -> retry after the responder's RNR timer, rnr_retry times
+ *                  (7 = forever), then IBV_WC_RNR_RETRY_EXC_ERR (C9-141);
+ *   other NAKs  -> the matching remote error, QP to the error state.
+ * A WQE waiting for a timer stalls the queue behind it, as on the wire.
+ */
+#include <string.h>
+
+#include "engine.h"
+#include "unirdma/barrier.h"
+
+#define UD_MTU 4096u
+#define WQE_MAX_BYTES 1024u
+
+/* IB spec table 45: encoded RNR NAK timer -> microseconds * 100 */
+static const uint32_t rnr_timer_10ns[32] = {
+	65536000, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768,
+	1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+};
+
+static uint64_t rnr_delay_ns(uint32_t code)
+{
+	return (uint64_t)rnr_timer_10ns[code & 31] * 10000ull;
+}
+
+/* Local ACK timeout: 4.096 us * 2^timeout (IB spec 11.2.4.2).  0 means
+ * "infinite" in the spec; we use 2^14 (67 ms) so nothing waits forever. */
+static uint64_t transport_delay_ns(uint32_t timeout)
+{
+	if (!timeout)
+		timeout = 14;
+	if (timeout > 17)
+		timeout = 17;           /* at most about half a second per try */
+	return 4096ull << timeout;
+}
+
+enum exec_result { EXEC_DONE, EXEC_WAIT };
+
+static enum exec_result fail(struct urd_qp *qp, const struct urd_send_wqe *w, enum ibv_wc_status st)
+{
+	comp_send(qp, w, st);
+	comp_fatal(qp, st);
+	return EXEC_DONE;
+}
+
+static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w, uint32_t slot_bytes,
+				uint64_t now)
+{
+	struct vsge local[ENGINE_MAX_SGE];
+	struct packet pkt;
+	const struct opcode_info *op;
+	struct urd_qp *dst;
+	enum resp_result res;
+	uint64_t len = 0;
+	uint32_t n = 0;
+
+	if (w->opcode >= URD_WR_NUM_OPCODES)
+		return fail(qp, w, IBV_WC_LOC_QP_OP_ERR);
+	op = &urd_opcodes[w->opcode];
+	if ((op->flags & OPF_RC_ONLY) && qp->type != IBV_QPT_RC)
+		return fail(qp, w, IBV_WC_LOC_QP_OP_ERR);
+
+	if ((w->flags & URD_WQE_INLINE) && !(op->flags & OPF_LOCAL_WR)) {
+		if (w->inline_len > qp->cap.max_inline_data || w->inline_len > slot_bytes - URD_SEND_WQE_HDR)
+			return fail(qp, w, IBV_WC_LOC_LEN_ERR);
+		local[0] = (struct vsge){ .mr = NULL, .off = 0, .len = w->inline_len,
+					  .flat = (uint8_t *)(w + 1) };
+		n = 1;
+		len = w->inline_len;
+	} else {
+		const struct urd_sge *sg = (const struct urd_sge *)(w + 1);
+
+		if (w->num_sge > qp->cap.max_send_sge ||
+		    w->num_sge * sizeof(struct urd_sge) > slot_bytes - URD_SEND_WQE_HDR)
+			return fail(qp, w, IBV_WC_LOC_LEN_ERR);
+		for (uint32_t i = 0; i < w->num_sge; i++) {
+			if (!sg[i].length)
+				continue;
+			if (mr_check_local(qp->vr, qp->pd, &sg[i],
+					   (op->flags & OPF_LOCAL_WR) ? IBV_ACCESS_LOCAL_WRITE : 0, &local[n]))
+				return fail(qp, w, IBV_WC_LOC_PROT_ERR);
+			len += sg[i].length;
+			n++;
+		}
+	}
+	if (len > URD_MAX_MSG || ((op->flags & OPF_ATOMIC) && len != 8) ||
+	    (qp->type == IBV_QPT_UD && len > UD_MTU))
+		return fail(qp, w, IBV_WC_LOC_LEN_ERR);
+
+	dst = qp->type == IBV_QPT_RC ? route_rc(qp) : route_ud(qp, w);
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.src = qp;
+	pkt.wqe = w;
+	pkt.op = op;
+	pkt.local = local;
+	pkt.nlocal = n;
+	pkt.len = (uint32_t)len;
+	res = dst ? resp_handle(dst, &pkt) : RESP_SILENT;
+
+	if (qp->type == IBV_QPT_UD)
+		res = RESP_ACK;         /* unreliable: the sender completes either way */
+	if (!qp->retry_armed || qp->retry_head != qp->sq.head) {
+		qp->retry_armed = true;
+		qp->retry_head = qp->sq.head;
+		qp->rnr_left = qp->attr.rnr_retry;
+		qp->retry_left = qp->attr.retry_cnt;
+	}
+	switch (res) {
+	case RESP_ACK:
+		if (op->flags & OPF_ATOMIC) {
+			struct vsge r = { .mr = NULL, .off = 0, .len = 8, .flat = (uint8_t *)&pkt.atomic_orig };
+
+			sg_copy(local, n, &r, 1, 8);
+		}
+		qp->retry_armed = false;
+		qp->vr->cnt.tx_ops++;
+		qp->vr->cnt.tx_bytes += len;
+		qp->cnt.tx_ops++;
+		qp->cnt.tx_bytes += len;
+		comp_send(qp, w, IBV_WC_SUCCESS);
+		return EXEC_DONE;
+	case RESP_RNR:
+		if (qp->rnr_left == 7 || qp->rnr_left-- > 0) {
+			engine_wait(qp, QP_WAIT_RNR, now + rnr_delay_ns(pkt.rnr_timer));
+			return EXEC_WAIT;
+		}
+		return fail(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
+	case RESP_SILENT:
+		if (qp->retry_left-- > 0) {
+			engine_wait(qp, QP_WAIT_RETRY, now + transport_delay_ns(qp->attr.timeout));
+			return EXEC_WAIT;
+		}
+		return fail(qp, w, IBV_WC_RETRY_EXC_ERR);
+	case RESP_NAK_INV_REQ:
+		return fail(qp, w, IBV_WC_REM_INV_REQ_ERR);
+	case RESP_NAK_ACCESS:
+		return fail(qp, w, IBV_WC_REM_ACCESS_ERR);
+	case RESP_NAK_OP:
+	default:
+		return fail(qp, w, IBV_WC_REM_OP_ERR);
+	}
+}
+
+/* Runs up to budget WQEs of the QP's send queue.  Returns true if work is
+ * left (the engine keeps the QP on its active list). */
+bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget)
+{
+	struct urd_ring *sq = &qp->sq;
+	uint8_t buf[WQE_MAX_BYTES] __attribute__((aligned(64)));
+	uint32_t slot_bytes = 1u << sq->shift;
+
+	if (qp->state == IBV_QPS_ERR)
+		comp_recv_flush(qp);
+	if (slot_bytes > sizeof(buf))
+		return false;
+	while (budget--) {
+		uint32_t prod = urd_load_acquire(&sq->hdr->prod);
+
+		if (prod - sq->head > sq->n) {
+			/* a producer index no honest library writes: this QP is broken */
+			sq->head = prod;
+			urd_store_release(&sq->hdr->cons, sq->head);
+			qp_to_error(qp, true);
+			return false;
+		}
+		if (prod == sq->head)
+			return false;
+		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_ERR)
+			return false;   /* RTR/SQD: wait; modify to RTS re-activates us */
+		memcpy(buf, sq->slots + ((size_t)(sq->head & (sq->n - 1)) << sq->shift), slot_bytes);
+		if (qp->state == IBV_QPS_ERR) {
+			comp_send(qp, (const struct urd_send_wqe *)buf, IBV_WC_WR_FLUSH_ERR);
+		} else if (execute(qp, (const struct urd_send_wqe *)buf, slot_bytes, now) == EXEC_WAIT) {
+			return false;
+		}
+		sq->head++;
+		/* pairs with the library's load_acquire of cons: the slot is free */
+		urd_store_release(&sq->hdr->cons, sq->head);
+		if (qp->state == IBV_QPS_ERR)
+			comp_recv_flush(qp);
+	}
+	return true;
+}

@@ -1,0 +1,266 @@
+/* Responder: the destination side of one request.
+ *
+ * Checks, in the order a real RNIC applies them: the QP can receive (RTR, RTS
+ * or SQD, IB spec 10.3.1), the transport matches, the Q_Key for UD (C10-15),
+ * R_Key / bounds / access for RDMA and atomics (C9-88 .. C9-92), a receive WQE
+ * for SENDs and WRITE_WITH_IMM (none: RNR NAK, C9-135), then moves the data
+ * and completes the receive.  Access and length errors are class C errors: the
+ * responder's QP goes to the error state (C9-96) and the requester gets a NAK.
+ */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "engine.h"
+#include "unirdma/barrier.h"
+
+#define GRH_BYTES 40u
+#define UD_MTU    4096u
+
+/* The next receive WQE of the QP (its SRQ or its RQ), copied out of the
+ * region, or NULL if there is none.  Not consumed until recv_commit(). */
+static const struct urd_recv_wqe *recv_peek(struct urd_qp *qp, uint8_t *buf, uint32_t *max_sge)
+{
+	struct urd_ring *r = qp->srq ? &qp->srq->ring : &qp->rq;
+	uint32_t prod = urd_load_acquire(&r->hdr->prod);
+	size_t bytes = (size_t)1 << r->shift;
+
+	if (!r->bytes || prod == r->head || prod - r->head > r->n)
+		return NULL;
+	memcpy(buf, r->slots + ((size_t)(r->head & (r->n - 1)) << r->shift), bytes);
+	*max_sge = (uint32_t)((bytes - sizeof(struct urd_recv_wqe)) / sizeof(struct urd_sge));
+	return (const struct urd_recv_wqe *)buf;
+}
+
+static void recv_commit(struct urd_qp *qp)
+{
+	struct urd_srq *srq = qp->srq;
+	struct urd_ring *r = srq ? &srq->ring : &qp->rq;
+
+	r->head++;
+	urd_store_release(&r->hdr->cons, r->head);
+	if (srq && srq->limit) {
+		uint32_t left = urd_load_acquire(&r->hdr->prod) - r->head;
+
+		if (left < srq->limit) {        /* IB spec 10.2.9.4: fires once, then disarms */
+			srq->limit = 0;
+			ctx_post_async(srq->obj.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, URD_OBJ_SRQ, srq->obj.handle);
+		}
+	}
+}
+
+static void recv_complete(struct urd_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
+			  uint32_t byte_len, const struct packet *pkt)
+{
+	const struct urd_send_wqe *w = pkt->wqe;
+	struct urd_cqe c;
+	bool solicited = (w->flags & URD_WQE_SOLICITED) != 0;
+
+	memset(&c, 0, sizeof(c));
+	c.wr_id = wr_id;
+	c.status = st;
+	c.opcode = opcode;
+	c.qp_num = qp->qpn;
+	if (st == IBV_WC_SUCCESS) {
+		c.byte_len = byte_len;
+		c.src_qp = pkt->src->qpn;
+		c.sl = w->sl;
+		if (pkt->op->flags & OPF_IMM) {
+			c.imm_data = w->imm_data;
+			c.wc_flags |= IBV_WC_WITH_IMM;
+		}
+		if (qp->type == IBV_QPT_UD)
+			c.wc_flags |= IBV_WC_GRH;
+	} else {
+		c.vendor_err = st;
+	}
+	if (cq_push(qp->rcq, &c, solicited) && qp->state != IBV_QPS_ERR)
+		qp_to_error(qp, true);
+}
+
+/* RoCEv2 over IPv4: the 40-byte GRH slot holds 20 unused bytes, then the
+ * IPv4 header of the packet. */
+static void fill_grh(uint8_t grh[GRH_BYTES], const struct urd_qp *src, const struct urd_qp *dst, uint32_t len)
+{
+	uint8_t *ip = grh + 20;
+	uint32_t sum = 0;
+	uint16_t tot = htons((uint16_t)(20 + 8 + 12 + len + 4));
+
+	memset(grh, 0, GRH_BYTES);
+	ip[0] = 0x45;
+	memcpy(ip + 2, &tot, 2);
+	ip[6] = 0x40;                   /* don't fragment */
+	ip[8] = 64;                     /* ttl */
+	ip[9] = 17;                     /* UDP */
+	memcpy(ip + 12, &src->vr->vip, 4);
+	memcpy(ip + 16, &dst->vr->vip, 4);
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+}
+
+/* Validate the receive WQE's scatter list; returns the number of vsges or -1. */
+static int recv_sges(struct urd_qp *qp, const struct urd_recv_wqe *rw, uint32_t max_sge,
+		     struct vsge *out, uint64_t *room)
+{
+	const struct urd_sge *sg = (const struct urd_sge *)(rw + 1);
+	uint32_t limit = qp->srq ? qp->srq->max_sge : qp->cap.max_recv_sge;
+	int n = 0;
+
+	*room = 0;
+	if (rw->num_sge > limit || rw->num_sge > max_sge || rw->num_sge > ENGINE_MAX_SGE)
+		return -1;
+	for (uint32_t i = 0; i < rw->num_sge; i++) {
+		if (!sg[i].length)
+			continue;
+		if (mr_check_local(qp->vr, qp->srq ? qp->srq->pd : qp->pd, &sg[i], IBV_ACCESS_LOCAL_WRITE, &out[n]))
+			return -1;
+		*room += sg[i].length;
+		n++;
+	}
+	return n;
+}
+
+static enum resp_result class_c_error(struct urd_qp *qp, enum resp_result r)
+{
+	if (qp->type == IBV_QPT_RC && qp->state != IBV_QPS_ERR) {
+		qp->vr->cnt.errors++;
+		qp->cnt.errors++;
+		qp_to_error(qp, false);
+		if (r == RESP_NAK_ACCESS)
+			ctx_post_async(qp->obj.ctx, IBV_EVENT_QP_ACCESS_ERR, URD_OBJ_QP, qp->obj.handle);
+	}
+	return r;
+}
+
+/* SEND, SEND_WITH_IMM and the receive half of WRITE_WITH_IMM. */
+static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const struct vsge *target)
+{
+	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge) + 64];
+	uint8_t grh[GRH_BYTES];
+	struct vsge sg[ENGINE_MAX_SGE + 1];
+	const struct urd_recv_wqe *rw;
+	uint32_t max_sge, byte_len = pkt->len;
+	uint64_t room;
+	int n;
+	bool ud = qp->type == IBV_QPT_UD;
+	struct urd_ring *r = qp->srq ? &qp->srq->ring : &qp->rq;
+
+	if (((size_t)1 << r->shift) > sizeof(wbuf))
+		return class_c_error(qp, RESP_NAK_OP);
+	rw = recv_peek(qp, wbuf, &max_sge);
+	if (!rw) {
+		qp->vr->cnt.rnr_naks++;
+		qp->cnt.rnr_naks++;
+		return ud ? RESP_ACK : RESP_RNR;        /* UD: the datagram is dropped */
+	}
+	n = recv_sges(qp, rw, max_sge, sg, &room);
+	if (n < 0) {
+		recv_commit(qp);
+		recv_complete(qp, rw->wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, pkt);
+		return ud ? RESP_ACK : class_c_error(qp, RESP_NAK_OP);
+	}
+	if (pkt->op->flags & OPF_WRITE) {
+		/* the data went to the RDMA target; the receive WQE only completes */
+		sg_copy(target, 1, pkt->local, pkt->nlocal, pkt->len);
+		recv_commit(qp);
+		recv_complete(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
+		return RESP_ACK;
+	}
+	if (room < (uint64_t)pkt->len + (ud ? GRH_BYTES : 0)) {
+		recv_commit(qp);
+		recv_complete(qp, rw->wr_id, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, pkt);
+		return ud ? RESP_ACK : class_c_error(qp, RESP_NAK_INV_REQ);
+	}
+	if (ud) {
+		/* the GRH occupies the first 40 bytes of the scatter list */
+		struct vsge g = { .mr = NULL, .off = 0, .len = GRH_BYTES, .flat = grh };
+		uint64_t skip = GRH_BYTES;
+		int i = 0;
+
+		fill_grh(grh, pkt->src, qp, pkt->len);
+		sg_copy(sg, (uint32_t)n, &g, 1, GRH_BYTES);
+		while (skip && i < n) {         /* advance the scatter list past the GRH */
+			uint64_t take = sg[i].len < skip ? sg[i].len : skip;
+
+			sg[i].off += take;
+			sg[i].len -= (uint32_t)take;
+			skip -= take;
+			if (!sg[i].len)
+				i++;
+		}
+		sg_copy(sg + i, (uint32_t)(n - i), pkt->local, pkt->nlocal, pkt->len);
+		byte_len += GRH_BYTES;
+	} else {
+		sg_copy(sg, (uint32_t)n, pkt->local, pkt->nlocal, pkt->len);
+	}
+	recv_commit(qp);
+	recv_complete(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, byte_len, pkt);
+	return RESP_ACK;
+}
+
+enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
+{
+	const struct urd_send_wqe *w = pkt->wqe;
+	const struct opcode_info *op = pkt->op;
+	enum resp_result res = RESP_ACK;
+	struct vsge t;
+
+	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return RESP_SILENT;
+	if (qp->type != pkt->src->type)
+		return RESP_SILENT;
+	pkt->rnr_timer = qp->attr.min_rnr_timer;
+
+	if (qp->type == IBV_QPT_UD) {
+		/* C10-15: a Q_Key with the high bit set means "use the sender QP's" */
+		uint32_t qkey = (w->remote_qkey & 0x80000000u) ? pkt->src->attr.qkey : w->remote_qkey;
+
+		if (qkey != qp->attr.qkey || !(op->flags & OPF_SEND))
+			return RESP_SILENT;
+		res = do_recv(qp, pkt, NULL);
+	} else if (op->flags & OPF_WRITE) {
+		/* C9-88: a zero-length RDMA WRITE checks no R_Key */
+		t = (struct vsge){ .mr = NULL, .off = 0, .len = 0, .flat = NULL };
+		if (pkt->len && mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, pkt->len,
+						IBV_ACCESS_REMOTE_WRITE, &t))
+			return class_c_error(qp, RESP_NAK_ACCESS);
+		if (op->flags & OPF_SEND)
+			res = do_recv(qp, pkt, &t);
+		else
+			sg_copy(&t, 1, pkt->local, pkt->nlocal, pkt->len);
+	} else if (op->flags & OPF_READ) {
+		if (pkt->len && mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, pkt->len,
+						IBV_ACCESS_REMOTE_READ, &t))
+			return class_c_error(qp, RESP_NAK_ACCESS);
+		if (pkt->len)
+			sg_copy(pkt->local, pkt->nlocal, &t, 1, pkt->len);
+	} else if (op->flags & OPF_ATOMIC) {
+		uint64_t contig, *p;
+
+		if (w->remote_addr & 7)         /* C9-92: misaligned atomic */
+			return class_c_error(qp, RESP_NAK_INV_REQ);
+		if (mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC, &t))
+			return class_c_error(qp, RESP_NAK_ACCESS);
+		p = (uint64_t *)vsge_ptr(&t, 0, &contig);
+		if (w->opcode == URD_WR_ATOMIC_CMP_AND_SWP) {
+			uint64_t expected = w->compare_add;
+
+			__atomic_compare_exchange_n(p, &expected, w->swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+			pkt->atomic_orig = expected;
+		} else {
+			pkt->atomic_orig = __atomic_fetch_add(p, w->compare_add, __ATOMIC_SEQ_CST);
+		}
+	} else {
+		res = do_recv(qp, pkt, NULL);
+	}
+	if (res == RESP_ACK) {
+		qp->vr->cnt.rx_ops++;
+		qp->vr->cnt.rx_bytes += pkt->len;
+		qp->cnt.rx_ops++;
+		qp->cnt.rx_bytes += pkt->len;
+	}
+	return res;
+}

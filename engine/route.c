@@ -1,0 +1,52 @@
+/* Addressing: where does a QP's traffic go?  This is the one place that
+ * answers "where is this GID / QPN" (a fabric between hosts will answer it
+ * later) and the place that enforces tenant isolation: a vRNIC reaches only
+ * vRNICs of its own tenant.  Anything else is dropped silently, exactly like
+ * an unreachable peer, so the requester sees a retry-exceeded error. */
+#include <string.h>
+
+#include "engine.h"
+
+static struct urd_vrnic *vrnic_by_gid(struct urd_daemon *d, const char *tenant, const uint8_t gid[16])
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	uint32_t vip;
+
+	if (memcmp(gid, v4mapped, sizeof(v4mapped)))
+		return NULL;
+	memcpy(&vip, gid + 12, 4);
+	for (int i = 0; i < URD_MAX_VRNICS; i++) {
+		struct urd_vrnic *vr = d->vrnics[i];
+
+		if (vr && vr->vip == vip && !strcmp(vr->tenant, tenant))
+			return vr;
+	}
+	return NULL;
+}
+
+static struct urd_qp *route(struct urd_qp *src, uint32_t dqpn, bool is_global, const uint8_t *dgid)
+{
+	struct urd_daemon *d = src->vr->d;
+	struct urd_qp *dst = qpn_lookup(d, dqpn);
+
+	if (dst && strcmp(dst->vr->tenant, src->vr->tenant)) {
+		src->vr->cnt.drops_other_tenant++;
+		src->cnt.drops_other_tenant++;
+		return NULL;
+	}
+	if (is_global && (!dst || vrnic_by_gid(d, src->vr->tenant, dgid) != dst->vr))
+		return NULL;
+	return dst;
+}
+
+struct urd_qp *route_rc(struct urd_qp *src)
+{
+	const struct urd_ah *ah = &src->attr.ah;
+
+	return route(src, src->attr.dest_qp_num, ah->is_global, ah->dgid);
+}
+
+struct urd_qp *route_ud(struct urd_qp *src, const struct urd_send_wqe *wqe)
+{
+	return route(src, wqe->remote_qpn & 0xffffff, wqe->is_global, wqe->dgid);
+}
