@@ -56,6 +56,16 @@ static json_object *vrnic_json(const struct urd_vrnic *vr)
 	return o;
 }
 
+static json_object *engine_json(const struct urd_daemon *d)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "copied_bytes", json_object_new_int64((int64_t)d->copied_bytes));
+	json_object_object_add(o, "busy_passes", json_object_new_int64((int64_t)d->engine_passes));
+	json_object_object_add(o, "sleeps", json_object_new_int64((int64_t)d->engine_sleeps));
+	return o;
+}
+
 static json_object *error_json(int err, const char *msg)
 {
 	json_object *o = json_object_new_object();
@@ -91,6 +101,7 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 	if (!strcmp(cmd, "ping")) {
 		json_object_object_add(ok, "version", json_object_new_string(UNIRDMA_VERSION));
 		json_object_object_add(ok, "pid", json_object_new_int(getpid()));
+		json_object_object_add(ok, "engine", engine_json(d));
 		return ok;
 	}
 	if (!strcmp(cmd, "shutdown")) {

@@ -194,6 +194,8 @@ struct urd_daemon {
 	struct urd_qp *active_head, *active_tail;
 	struct urd_qp *wait_head;        /* QPs waiting for an RNR or retry timer */
 	uint32_t engine_kick;           /* private futex word: control plane wakes the engine */
+	uint64_t copied_bytes;          /* every byte the engine moved (payload, GRH, atomic results) */
+	uint64_t engine_passes, engine_sleeps;
 };
 
 extern struct urd_daemon *urd_d;

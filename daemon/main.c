@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +32,23 @@ static void usage(FILE *f)
 		"  --foreground     do not detach; log to stderr\n"
 		"  --debug          verbose logging\n"
 		"Manage it with unirdma(8).  SIGTERM or SIGINT stop it cleanly.\n");
+}
+
+/* Region files are shared memory: they belong on tmpfs, not on a disk whose
+ * writeback would chase every byte the engine moves.  Returns true if we
+ * mounted one (and must unmount it at exit). */
+static bool ensure_tmpfs(const char *dir)
+{
+	struct statfs st;
+
+	if (!statfs(dir, &st) && st.f_type == TMPFS_MAGIC)
+		return false;
+	if (mount("unirdma", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")) {
+		log_warn("%s is not on tmpfs and mounting one failed (%s): region files will be disk-backed",
+			 dir, strerror(errno));
+		return false;
+	}
+	return true;
 }
 
 /* Leftovers of a daemon that was killed: region files nobody serves. */
@@ -62,7 +82,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *state = "/run/unirdma";
-	bool foreground = false;
+	bool foreground = false, mounted_tmpfs;
 	struct urd_daemon *d;
 	char path[512];
 	sigset_t sigs;
@@ -112,6 +132,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "unirdmad: cannot create %s: %s\n", path, strerror(errno));
 		return 1;
 	}
+	mounted_tmpfs = ensure_tmpfs(path);
 	if (!foreground && daemon(1, 0)) {
 		fprintf(stderr, "unirdmad: cannot detach: %s\n", strerror(errno));
 		return 1;
@@ -162,6 +183,10 @@ int main(int argc, char **argv)
 	engine_stop(d);
 	snprintf(path, sizeof(path), "%s/unirdmad.pid", state);
 	unlink(path);
+	if (mounted_tmpfs) {
+		snprintf(path, sizeof(path), "%s/vrnics", state);
+		umount2(path, MNT_DETACH);
+	}
 	log_info("stopped");
 	return 0;
 }

@@ -256,6 +256,7 @@ static void *engine_main(void *arg)
 
 		pthread_mutex_lock(&d->lock);
 		did = engine_pass(d, now, &next_timer);
+		d->engine_passes += did;
 		pthread_mutex_unlock(&d->lock);
 		if (did) {
 			last_work = now;
@@ -273,6 +274,7 @@ static void *engine_main(void *arg)
 		}
 		if (next_timer <= now)
 			continue;
+		d->engine_sleeps++;
 		engine_sleep(d, next_timer);
 		last_work = urd_now_ns();
 	}

@@ -100,6 +100,7 @@ void sg_copy(const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint
 		if (n > len)
 			n = len;
 		memmove(d, s, n);
+		urd_d->copied_bytes += n;
 		doff += n;
 		soff += n;
 		len -= n;
