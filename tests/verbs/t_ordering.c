@@ -1,0 +1,255 @@
+/* t_ordering: RC ordering and unsignaled completions.
+ *
+ * Part 1: 1000 messages on one RC QP (connected with is_global=0, dlid=0, so
+ * by QPN alone), cycling SEND (payload = sequence number), RDMA_WRITE (writes
+ * the sequence number into slot seq of a remote array) and
+ * RDMA_WRITE_WITH_IMM (same, imm = seq), posted in chains of up to 8 WRs per
+ * ibv_post_send, all signaled, PSNs starting just below the 24-bit wrap.
+ * Receives complete in order (IBA 9.5: RC messages are delivered in order),
+ * and when the receive for message k completes, every write before k is
+ * already visible. Send completions come back in post order (IBA 10.8.3:
+ * completions of one send queue are returned in order).
+ *
+ * Part 2: a QP with sq_sig_all = 0 posts 1000 RDMA writes, only every 16th
+ * (and the last) with IBV_SEND_SIGNALED. Only those produce completions, in
+ * order; a signaled completion retires every earlier unsignaled WR, so
+ * posting never fails while (posted - retired) <= max_send_wr
+ * (ibv_post_send(3), IBV_SEND_SIGNALED). All 1000 writes land.
+ */
+#include "helpers.h"
+
+#include <arpa/inet.h>
+#include <sched.h>
+
+#define N 1000
+#define SIG_EVERY 16
+#define CHAIN 8
+
+static struct t_dev A, B;
+
+static void part1(void)
+{
+	struct ibv_cq *scq = t_cq(&A, 256, NULL), *rcq = t_cq(&B, 256, NULL);
+	struct ibv_qp_cap cap = { .max_send_wr = 64, .max_recv_wr = 64,
+				  .max_send_sge = 1, .max_recv_sge = 1 };
+	struct ibv_qp_cap bcap = cap;
+	struct ibv_qp *a = t_qp(&A, IBV_QPT_RC, scq, scq, NULL, 0, &cap);
+	struct ibv_qp *b = t_qp(&B, IBV_QPT_RC, rcq, rcq, NULL, 0, &bcap);
+	size_t arr_len = N * sizeof(uint64_t);
+	uint64_t *src = t_map(arr_len), *arr = t_map(arr_len);
+	uint64_t *rbuf = t_map(bcap.max_recv_wr * sizeof(uint64_t));
+	struct ibv_mr *mr_src = t_reg(A.pd, src, arr_len, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mr_arr = t_reg(B.pd, arr, arr_len, T_ALL_ACCESS);
+	struct ibv_mr *mr_rbuf = t_reg(B.pd, rbuf, bcap.max_recv_wr * sizeof(uint64_t),
+				       IBV_ACCESS_LOCAL_WRITE);
+	uint32_t rq = bcap.max_recv_wr < 64 ? bcap.max_recv_wr : 64;
+	uint32_t sq = cap.max_send_wr < 64 ? cap.max_send_wr : 64;
+	uint32_t posted = 0, send_done = 0, recv_seen = 0, recv_posted = 0;
+	uint32_t sends_posted = 0;	/* messages that consume a receive */
+	uint32_t next_recv_seq = 0;
+	struct t_conn c;
+	struct ibv_wc wc;
+	uint64_t end = t_now_ms() + T_TIMEOUT_MS;
+
+	t_conn_default(&c);
+	c.is_global = 0;
+	c.psn = 0xffffff - 100;	/* wraps after 100 packets */
+	t_rc_connect(&A, a, &B, b, &c);
+	for (uint32_t i = 0; i < N; i++)
+		src[i] = 0x5e9000000000ull + i;
+	for (uint32_t i = 0; i < rq; i++) {
+		struct ibv_sge sg = t_sge(&rbuf[i], 8, mr_rbuf->lkey);
+
+		CHECK_OK(t_post_recv(b, i, &sg, 1));
+		recv_posted++;
+	}
+
+	while (send_done < N || recv_seen < sends_posted || posted < N) {
+		/* Post a chain, keeping the SQ and the peer's RQ from overflowing. */
+		struct ibv_send_wr wr[CHAIN], *bad = NULL;
+		struct ibv_sge sg[CHAIN];
+		int k = 0;
+
+		while (k < CHAIN && posted < N && posted - send_done < sq) {
+			uint32_t seq = posted;
+			int kind = seq % 3;	/* 0 SEND, 1 WRITE, 2 WRITE_IMM */
+
+			if (kind != 1 && sends_posted - recv_seen >= rq)
+				break;
+			memset(&wr[k], 0, sizeof(wr[k]));
+			sg[k] = t_sge(&src[seq], 8, mr_src->lkey);
+			wr[k].wr_id = seq;
+			wr[k].sg_list = &sg[k];
+			wr[k].num_sge = 1;
+			wr[k].send_flags = IBV_SEND_SIGNALED;
+			wr[k].opcode = kind == 0 ? IBV_WR_SEND :
+				kind == 1 ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+			wr[k].imm_data = htonl(seq);
+			wr[k].wr.rdma.remote_addr = (uintptr_t)&arr[seq];
+			wr[k].wr.rdma.rkey = mr_arr->rkey;
+			if (k)
+				wr[k - 1].next = &wr[k];
+			if (kind != 1)
+				sends_posted++;
+			posted++;
+			k++;
+		}
+		if (k)
+			CHECK_OK(ibv_post_send(a, wr, &bad));
+		else
+			sched_yield();	/* waiting: leave the CPU to the engine */
+
+		while (ibv_poll_cq(scq, 1, &wc) == 1) {
+			CHECK_WC(&wc, IBV_WC_SUCCESS, T_ANY_OPCODE);
+			if (wc.wr_id != send_done)
+				t_fail("send completion %llu came when %u was next",
+				       (unsigned long long)wc.wr_id, send_done);
+			CHECK_EQ(wc.opcode, send_done % 3 == 0 ? IBV_WC_SEND : IBV_WC_RDMA_WRITE);
+			send_done++;
+		}
+		while (ibv_poll_cq(rcq, 1, &wc) == 1) {
+			uint32_t seq, slot = (uint32_t)wc.wr_id;
+			struct ibv_sge rsg;
+
+			CHECK_WC(&wc, IBV_WC_SUCCESS, T_ANY_OPCODE);
+			CHECK(slot < rq);
+			if (wc.opcode == IBV_WC_RECV) {
+				CHECK_EQ(wc.byte_len, 8);
+				CHECK(!(wc.wc_flags & IBV_WC_WITH_IMM));
+				seq = (uint32_t)(rbuf[slot] - 0x5e9000000000ull);
+				CHECK(seq < N);
+				CHECK_EQ(seq % 3, 0);
+			} else {
+				CHECK_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+				CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
+				seq = ntohl(wc.imm_data);
+				CHECK(seq < N);
+				CHECK_EQ(seq % 3, 2);
+				CHECK_EQ(arr[seq], src[seq]);
+			}
+			/* Receive-consuming messages are 0, 2, 3, 5, 6, ...: none
+			 * skipped, none out of order. */
+			if (seq != next_recv_seq)
+				t_fail("receive for message %u, expected message %u",
+				       seq, next_recv_seq);
+			next_recv_seq = seq % 3 == 0 ? seq + 2 : seq + 1;
+			/* Every write posted before this message has landed. */
+			for (uint32_t j = (seq >= 3 ? seq - 3 : 0); j < seq; j++)
+				if (j % 3 == 1)
+					CHECK_EQ(arr[j], src[j]);
+			recv_seen++;
+			if (recv_posted < N) {
+				rsg = t_sge(&rbuf[slot], 8, mr_rbuf->lkey);
+				CHECK_OK(t_post_recv(b, slot, &rsg, 1));
+				recv_posted++;
+			}
+		}
+		if (t_now_ms() > end)
+			t_fail("stuck: posted %u, send completions %u, receives %u",
+			       posted, send_done, recv_seen);
+	}
+	CHECK_EQ(recv_seen, sends_posted);
+	for (uint32_t i = 0; i < N; i++)
+		if (i % 3 != 0)
+			CHECK_EQ(arr[i], src[i]);
+		else
+			CHECK_EQ(arr[i], 0);
+	CHECK_CQ_EMPTY(scq);
+	CHECK_CQ_EMPTY(rcq);
+
+	CHECK_OK(ibv_destroy_qp(a));
+	CHECK_OK(ibv_destroy_qp(b));
+	CHECK_OK(ibv_dereg_mr(mr_src));
+	CHECK_OK(ibv_dereg_mr(mr_arr));
+	CHECK_OK(ibv_dereg_mr(mr_rbuf));
+	CHECK_OK(ibv_destroy_cq(scq));
+	CHECK_OK(ibv_destroy_cq(rcq));
+	t_unmap(src, arr_len);
+	t_unmap(arr, arr_len);
+	t_unmap(rbuf, bcap.max_recv_wr * sizeof(uint64_t));
+}
+
+static int is_signaled(uint32_t seq)
+{
+	return seq % SIG_EVERY == SIG_EVERY - 1 || seq == N - 1;
+}
+
+static void part2(void)
+{
+	struct ibv_cq *scq = t_cq(&A, 128, NULL), *rcq = t_cq(&B, 16, NULL);
+	struct ibv_qp_cap cap = { .max_send_wr = 64, .max_recv_wr = 4,
+				  .max_send_sge = 1, .max_recv_sge = 1 };
+	struct ibv_qp_cap bcap = cap;
+	struct ibv_qp *a = t_qp(&A, IBV_QPT_RC, scq, scq, NULL, 0, &cap);
+	struct ibv_qp *b = t_qp(&B, IBV_QPT_RC, rcq, rcq, NULL, 0, &bcap);
+	size_t arr_len = N * sizeof(uint64_t);
+	uint64_t *src = t_map(arr_len), *arr = t_map(arr_len);
+	struct ibv_mr *mr_src = t_reg(A.pd, src, arr_len, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mr_arr = t_reg(B.pd, arr, arr_len, T_ALL_ACCESS);
+	/* Use the granted depth, but never so little that 16 don't fit. */
+	uint32_t sq = cap.max_send_wr;
+	uint32_t posted = 0, retired = 0, ncqe = 0;
+	uint64_t end = t_now_ms() + T_TIMEOUT_MS;
+	struct ibv_wc wc;
+
+	CHECK(sq >= SIG_EVERY);
+	t_rc_connect(&A, a, &B, b, NULL);
+	for (uint32_t i = 0; i < N; i++)
+		src[i] = 0xa11ce00000000ull + i;
+
+	while (retired < N) {
+		while (posted < N && posted - retired < sq) {
+			struct ibv_sge sg = t_sge(&src[posted], 8, mr_src->lkey);
+
+			/* The SQ has room: posting must succeed. */
+			CHECK_OK(t_post(a, posted, IBV_WR_RDMA_WRITE, &sg, 1,
+					is_signaled(posted) ? IBV_SEND_SIGNALED : 0,
+					(uintptr_t)&arr[posted], mr_arr->rkey, 0));
+			posted++;
+		}
+		if (ibv_poll_cq(scq, 1, &wc) == 1) {
+			uint32_t expect = retired;
+
+			while (!is_signaled(expect))
+				expect++;
+			CHECK_WC(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+			if (wc.wr_id != expect)
+				t_fail("completion for WR %llu, expected the signaled WR %u",
+				       (unsigned long long)wc.wr_id, expect);
+			CHECK_EQ(wc.qp_num, a->qp_num);
+			retired = expect + 1;
+			ncqe++;
+		} else {
+			sched_yield();
+		}
+		if (t_now_ms() > end)
+			t_fail("stuck: posted %u, retired %u", posted, retired);
+	}
+	CHECK_EQ(ncqe, N / SIG_EVERY + 1);
+	CHECK_CQ_EMPTY(scq);
+	CHECK_CQ_EMPTY(rcq);
+	for (uint32_t i = 0; i < N; i++)
+		CHECK_EQ(arr[i], src[i]);
+
+	CHECK_OK(ibv_destroy_qp(a));
+	CHECK_OK(ibv_destroy_qp(b));
+	CHECK_OK(ibv_dereg_mr(mr_src));
+	CHECK_OK(ibv_dereg_mr(mr_arr));
+	CHECK_OK(ibv_destroy_cq(scq));
+	CHECK_OK(ibv_destroy_cq(rcq));
+	t_unmap(src, arr_len);
+	t_unmap(arr, arr_len);
+}
+
+int main(void)
+{
+	t_start("t_ordering");
+	t_open(&A, 0);
+	t_open(&B, 1);
+	part1();
+	part2();
+	t_close(&A);
+	t_close(&B);
+	t_pass();
+	return 0;
+}
