@@ -192,7 +192,7 @@ static void init_header(struct urd_vrnic *vr, uint64_t file_size)
 
 	snprintf(dev->fw_ver, sizeof(dev->fw_ver), "unirdma-%u", URD_ABI_VERSION);
 	/* node GUID: 0x02 (locally administered) + the vIP, like an EUI-64 from a MAC */
-	dev->node_guid = htobe64(0x0200000000000000ull | ((uint64_t)vr->id << 32) | ip);
+	dev->node_guid = 0x0200000000000000ull | ((uint64_t)vr->id << 32) | ip;  /* host order */
 	dev->sys_image_guid = dev->node_guid;
 	dev->max_mr_size = h->mem_size;
 	dev->page_size_cap = URD_PAGE_SIZE;

@@ -80,8 +80,8 @@ enum urd_region_flags {
 
 struct urd_dev_attr {
 	char     fw_ver[64];
-	uint64_t node_guid;
-	uint64_t sys_image_guid;
+	uint64_t node_guid;         /* host byte order */
+	uint64_t sys_image_guid;    /* host byte order */
 	uint64_t max_mr_size;
 	uint64_t page_size_cap;
 	uint32_t vendor_id;
