@@ -238,7 +238,11 @@ static int op_dealloc_pd(struct handler_args *a, const void *req, uint32_t len, 
  * allocating context freed them or died. */
 static void mem_release(struct urd_vrnic *vr, struct urd_mem *m)
 {
-	fallocate(vr->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	/* While the vRNIC is torn down under running applications their pages
+	 * stay where they are: punching them would zero live memory.  The file
+	 * goes away with its last mapping. */
+	if (!vr->deleting)
+		fallocate(vr->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		  (off_t)(URD_REGION_CTRL_SIZE + m->off), (off_t)m->len);
 	alloc_put(&vr->memwin, m->off, m->len);
 }

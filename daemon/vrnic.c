@@ -202,8 +202,7 @@ static void init_header(struct urd_vrnic *vr, uint64_t file_size)
 	dev->max_qp = URD_MAX_QP_SLOTS;
 	dev->max_qp_wr = URD_MAX_WR;
 	dev->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT |
-				IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-				IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
+				IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_N_NOTIFY_CQ;
 	dev->max_sge = URD_MAX_SGE;
 	dev->max_sge_rd = URD_MAX_SGE;
 	dev->max_cq = 16384;
@@ -294,6 +293,15 @@ int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
 	if (vr->fd < 0) {
 		ret = -errno;
 		goto err_dir;
+	}
+	{
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+				    .l_start = URD_DAEMON_LOCK_BYTE, .l_len = 1 };
+
+		if (fcntl(vr->fd, F_OFD_SETLK, &fl)) {
+			ret = -errno;
+			goto err_file;
+		}
 	}
 	if (ftruncate(vr->fd, (off_t)size)) {
 		ret = -errno;

@@ -27,7 +27,9 @@ int cq_push(struct urd_cq *cq, const struct urd_cqe *cqe, bool solicited)
 	r->head++;
 	/* pairs with poll_cq's load_acquire of prod: the CQE is visible first */
 	urd_store_release(&r->hdr->prod, r->head);
-
+	/* Dekker with req_notify_cq: the library stores arm, fences, then polls
+	 * prod; we store prod, fence, then read arm.  One of us sees the other. */
+	urd_smp_mb();
 	arm = urd_load_relaxed(&r->hdr->arm);
 	if (arm == URD_CQ_ARM_ANY || (arm == URD_CQ_ARM_SOLICITED &&
 				      (solicited || cqe->status != IBV_WC_SUCCESS))) {
@@ -99,10 +101,10 @@ void comp_recv_flush(struct urd_qp *qp)
 		c.opcode = IBV_WC_RECV;
 		c.qp_num = qp->qpn;
 		r->head++;
+		urd_store_release(&r->hdr->cons, r->head);     /* slot free before its CQE */
 		if (cq_push(qp->rcq, &c, false))
 			break;
 	}
-	urd_store_release(&r->hdr->cons, r->head);
 }
 
 /* The head WQE failed: complete it with st and move the QP to error; the rest

@@ -39,8 +39,19 @@ static uint64_t transport_delay_ns(uint32_t timeout)
 
 enum exec_result { EXEC_DONE, EXEC_WAIT };
 
+/* Free the head slot.  This must happen before the WQE's completion is
+ * written: an application that polls the CQE may post into the slot at once
+ * (rxe orders it the same way). */
+static void sq_advance(struct urd_ring *sq)
+{
+	sq->head++;
+	/* pairs with the library's load_acquire of cons: the slot is free */
+	urd_store_release(&sq->hdr->cons, sq->head);
+}
+
 static enum exec_result fail(struct urd_qp *qp, const struct urd_send_wqe *w, enum ibv_wc_status st)
 {
+	sq_advance(&qp->sq);
 	comp_send(qp, w, st);
 	comp_fatal(qp, st);
 	return EXEC_DONE;
@@ -120,6 +131,7 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 		qp->vr->cnt.tx_bytes += len;
 		qp->cnt.tx_ops++;
 		qp->cnt.tx_bytes += len;
+		sq_advance(&qp->sq);
 		comp_send(qp, w, IBV_WC_SUCCESS);
 		return EXEC_DONE;
 	case RESP_RNR:
@@ -172,13 +184,11 @@ bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget)
 			return false;   /* RTR/SQD: wait; modify to RTS re-activates us */
 		memcpy(buf, sq->slots + ((size_t)(sq->head & (sq->n - 1)) << sq->shift), slot_bytes);
 		if (qp->state == IBV_QPS_ERR) {
+			sq_advance(sq);
 			comp_send(qp, (const struct urd_send_wqe *)buf, IBV_WC_WR_FLUSH_ERR);
 		} else if (execute(qp, (const struct urd_send_wqe *)buf, slot_bytes, now) == EXEC_WAIT) {
 			return false;
 		}
-		sq->head++;
-		/* pairs with the library's load_acquire of cons: the slot is free */
-		urd_store_release(&sq->hdr->cons, sq->head);
 		if (qp->state == IBV_QPS_ERR)
 			comp_recv_flush(qp);
 	}

@@ -51,6 +51,12 @@
 #define URD_ARENA_OFF        (8u << 20)
 #define URD_ARENA_SIZE       (URD_REGION_CTRL_SIZE - URD_ARENA_OFF)
 
+/* Byte of the region file the daemon keeps an OFD write lock on while it
+ * serves the vRNIC: a tenant that finds it unlocked knows the daemon died
+ * (even by SIGKILL) without waiting for a timeout.  Context slots lock bytes
+ * [0, URD_MAX_CTX). */
+#define URD_DAEMON_LOCK_BYTE URD_MAX_CTX
+
 #define URD_SLOT_HDR_SIZE    4096u
 #define URD_MSG_MAX          ((URD_SLOT_SIZE - URD_SLOT_HDR_SIZE) / 2)   /* 30 KiB */
 #define URD_ASYNC_RING_N     64u
