@@ -1,0 +1,210 @@
+/* ctrl.c - the control mailbox of a context, and the futex helpers.
+ *
+ * A context owns one slot of the region (claimed with an OFD lock, see
+ * device.c).  A request is written to the slot's request area and published
+ * by a release store of req_seq; the daemon answers in the response area and
+ * publishes resp_seq == req_seq with a release store that our acquire load
+ * pairs with.  One request is in flight per context (ctrl_lock).
+ *
+ * Waiting: spin a few microseconds (most answers come that fast), then sleep
+ * on resp_seq with FUTEX_WAIT in 50 ms steps, checking the daemon's state at
+ * every step.  A VM guest has no futex shared with the host (URD_REGION_VM):
+ * it polls with short sleeps instead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "priv.h"
+
+int urd_debug_enabled;
+
+void urd_dbg(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!urd_debug_enabled)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "unirdma: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* The region is a MAP_SHARED file mapping that the daemon maps too, so these
+ * futexes must be shared ones: no FUTEX_PRIVATE_FLAG. */
+int urd_futex_wait(uint32_t *addr, uint32_t val, long timeout_ns)
+{
+	struct timespec ts = {
+		.tv_sec = timeout_ns / 1000000000L,
+		.tv_nsec = timeout_ns % 1000000000L,
+	};
+
+	if (syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+void urd_futex_wake(uint32_t *addr, int n)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE, n, NULL, NULL, 0);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The daemon is gone when it said so (stop, vRNIC deleted) or, for a
+ * container, when its OFD lock on URD_DAEMON_LOCK_BYTE has vanished: the
+ * kernel dropped it because the daemon died, even by SIGKILL.  Not for the
+ * data path: it costs a syscall. */
+bool urd_daemon_gone(struct urd_context *ctx)
+{
+	uint32_t st = urd_load_acquire(&ctx->hdr->daemon_state);
+	struct flock fl;
+
+	if (st == URD_STATE_DEAD || st == URD_STATE_DELETED)
+		return true;
+	if ((ctx->hdr->flags & URD_REGION_VM) || ctx->lock_fd < 0)
+		return false;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = URD_DAEMON_LOCK_BYTE;
+	fl.l_len = 1;
+	if (fcntl(ctx->lock_fd, F_OFD_GETLK, &fl))
+		return false;
+	return fl.l_type == F_UNLCK;
+}
+
+enum {
+	SPIN_NS = 20 * 1000,                    /* busy-wait before sleeping */
+	STEP_NS = 50 * 1000 * 1000,             /* futex wait step */
+	VM_POLL_NS = 20 * 1000,                 /* VM guests: poll interval */
+};
+static const uint64_t CTRL_TIMEOUT_NS = 10ull * 1000 * 1000 * 1000;
+
+/* Wait for resp_seq == seq.  0, -EIO or -ETIMEDOUT. */
+static int wait_response(struct urd_context *ctx, uint32_t seq)
+{
+	uint32_t *rs = &ctx->slot->resp_seq;
+	uint64_t start = now_ns(), last_check = start, t;
+	uint32_t v;
+
+	while ((t = now_ns()) - start < SPIN_NS) {
+		for (int i = 0; i < 64; i++) {
+			if (urd_load_acquire(rs) == seq)
+				return 0;
+			urd_cpu_relax();
+		}
+	}
+
+	for (;;) {
+		v = urd_load_acquire(rs);
+		if (v == seq)
+			return 0;
+		t = now_ns();
+		if (t - last_check >= STEP_NS || t - start >= CTRL_TIMEOUT_NS) {
+			last_check = t;
+			if (urd_daemon_gone(ctx)) {
+				urd_store_release(&ctx->dead, 1);
+				return -EIO;
+			}
+			if (t - start >= CTRL_TIMEOUT_NS)
+				return -ETIMEDOUT;
+		}
+		if (ctx->vm) {
+			struct timespec ts = { 0, VM_POLL_NS };
+
+			nanosleep(&ts, NULL);
+		} else {
+			/* EAGAIN (value changed), EINTR and ETIMEDOUT all
+			 * just lead to the next check. */
+			urd_futex_wait(rs, v, STEP_NS);
+		}
+	}
+}
+
+int urd_ctrl(struct urd_context *ctx, uint16_t op, void *req, uint32_t req_len,
+	     void *resp, uint32_t resp_min, uint32_t resp_max)
+{
+	struct urd_msg_hdr *h = req, rh;
+	uint32_t seq;
+	int ret;
+
+	if (req_len < sizeof(*h) || req_len > URD_MSG_MAX ||
+	    resp_max > URD_MSG_MAX || resp_min > resp_max)
+		return -EINVAL;
+	if (urd_ctx_dead(ctx))
+		return -EIO;
+
+	h->version = URD_ABI_VERSION;
+	h->op = op;
+	h->len = req_len;
+	h->status = 0;
+	h->reserved = 0;
+
+	pthread_mutex_lock(&ctx->ctrl_lock);
+	if (urd_ctx_dead(ctx)) {
+		ret = -EIO;
+		goto out;
+	}
+	memcpy(ctx->req_area, req, req_len);
+	seq = ++ctx->seq;
+	/* Pairs with the daemon's acquire of req_seq: it sees the request. */
+	urd_store_release(&ctx->slot->req_seq, seq);
+	urd_fetch_add(&ctx->hdr->ctrl_bell, 1);
+	if (!ctx->vm)
+		urd_futex_wake(&ctx->hdr->ctrl_bell, 1);
+
+	ret = wait_response(ctx, seq);
+	if (ret)
+		goto out;
+
+	/* The acquire of resp_seq above makes the response visible. */
+	memcpy(&rh, ctx->resp_area, sizeof(rh));
+	if (rh.version != URD_ABI_VERSION || rh.op != op ||
+	    rh.len < sizeof(rh) || rh.len > URD_MSG_MAX) {
+		urd_dbg("malformed response to op %u (op %u, len %u, version %u)",
+			op, rh.op, rh.len, rh.version);
+		ret = -EPROTO;
+		goto out;
+	}
+	if (rh.status > 0 || rh.status < -4095) {
+		ret = -EPROTO;
+		goto out;
+	}
+	ret = rh.status;
+	if (ret == 0 && rh.len < resp_min) {
+		urd_dbg("short response to op %u: %u < %u", op, rh.len, resp_min);
+		ret = -EPROTO;
+		goto out;
+	}
+	if (resp) {
+		uint32_t n = rh.len < resp_max ? rh.len : resp_max;
+
+		memset(resp, 0, resp_max);
+		memcpy(resp, ctx->resp_area, n);
+	}
+out:
+	pthread_mutex_unlock(&ctx->ctrl_lock);
+	return ret;
+}
+
+int urd_ctrl_handle(struct urd_context *ctx, uint16_t op, uint32_t handle)
+{
+	struct urd_handle_req req = { .handle = handle };
+
+	return urd_ctrl(ctx, op, &req, sizeof(req), NULL, 0, 0);
+}

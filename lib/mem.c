@@ -1,0 +1,736 @@
+/* mem.c - memory registration: moving the application's pages onto the vRNIC
+ * file, the per-device table of moved pages, and fork.
+ *
+ * Container path (DESIGN.md section 4): the engine can reach only memory of
+ * the vRNIC file.  At registration the pages under [addr, addr + length) are
+ * moved there: the daemon hands out a piece of the file's memory window
+ * (URD_OP_MEM_ALLOC), we copy the pages' current contents into it (pwrite)
+ * and map it MAP_SHARED|MAP_FIXED over the very same addresses.  The
+ * application keeps its pointers and sees every byte the engine writes.  The
+ * MR is then described to the daemon as a byte-exact list of segments of the
+ * window (URD_OP_REG_MR).
+ *
+ * Moved pages are tracked per process and per vRNIC in runs: one run is one
+ * MEM_ALLOC, a contiguous page range with a refcount (one per MR that covers
+ * part of it).  Overlapping registrations reuse the runs already there; gaps
+ * get new runs; runs are never split.  When the last MR of a run goes, its
+ * pages move back to private anonymous memory, contents included, and the
+ * window piece is given back (URD_OP_MEM_FREE, exactly as allocated).
+ *
+ * A page can live in one file only: registering it with a second vRNIC fails
+ * (EINVAL).
+ *
+ * Fork: a child must not share the parent's registered pages (with rdma-core
+ * it gets copy-on-write copies).  The atfork child handler moves every run
+ * back to private memory in the child, replaces the child's view of the
+ * control region by anonymous memory (so that stray data-path calls in the
+ * child cannot disturb the parent's rings) and closes the child's copies of
+ * the liveness lock fds: the child has no usable contexts, its control verbs
+ * fail with EIO, its destroy verbs clean up locally.
+ *
+ * VM path (later): registered memory stays in guest RAM; the guest pins the
+ * buffer and describes its guest-physical pages as segments.  It plugs in at
+ * build_segments_vm().
+ *
+ * Everything here runs under mem_lock (a slow path).  Lock order: mem_lock ->
+ * ctx->ev_lock (fork only) and mem_lock -> ctx->ctrl_lock (messages).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "priv.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+struct urd_run {
+	uintptr_t start;                /* page aligned */
+	size_t len;                     /* page multiple */
+	uint64_t off;                   /* in the memory window */
+	uint32_t refcnt;                /* MRs covering part of it */
+	struct urd_context *owner;      /* context that allocated it; NULL
+					 * once that context closed */
+};
+
+struct urd_memdev {
+	dev_t st_dev;
+	ino_t st_ino;
+	int fd;                         /* the region file, O_RDWR */
+	uint64_t mem_off, mem_size;     /* memory window; size 0: none */
+	int nctx;
+	bool gone;                      /* daemon dead: pages already private */
+	struct urd_run **runs;          /* sorted by start, disjoint */
+	size_t nruns, cap;
+	char name[64];
+	struct urd_memdev *next;
+};
+
+struct urd_mr {
+	struct ibv_mr ibv;
+	struct urd_context *ctx;
+	struct urd_run **runs;          /* each run once, address order */
+	size_t nruns;
+	struct urd_mr *next;            /* ctx->mrs */
+};
+
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct urd_memdev *memdevs;
+static struct urd_context *all_ctxs;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static uintptr_t page_size = URD_PAGE_SIZE;
+
+static void atfork_prepare(void);
+static void atfork_parent(void);
+static void atfork_child(void);
+
+static void init_once(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	if (ps > 0)
+		page_size = (uintptr_t)ps;
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* -------------------------------------------------------- run table */
+
+/* First run that ends after p. */
+static size_t run_lower_bound(const struct urd_memdev *md, uintptr_t p)
+{
+	size_t lo = 0, hi = md->nruns;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct urd_run *r = md->runs[mid];
+
+		if (r->start + r->len <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool md_overlaps(const struct urd_memdev *md, uintptr_t s, uintptr_t e)
+{
+	size_t i = run_lower_bound(md, s);
+
+	return i < md->nruns && md->runs[i]->start < e;
+}
+
+static int run_insert(struct urd_memdev *md, size_t i, struct urd_run *r)
+{
+	if (md->nruns == md->cap) {
+		size_t ncap = md->cap ? md->cap * 2 : 16;
+		struct urd_run **n = realloc(md->runs, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		md->runs = n;
+		md->cap = ncap;
+	}
+	memmove(&md->runs[i + 1], &md->runs[i], (md->nruns - i) * sizeof(*md->runs));
+	md->runs[i] = r;
+	md->nruns++;
+	return 0;
+}
+
+static void run_remove(struct urd_memdev *md, struct urd_run *r)
+{
+	size_t i = run_lower_bound(md, r->start);
+
+	if (i < md->nruns && md->runs[i] == r) {
+		memmove(&md->runs[i], &md->runs[i + 1],
+			(md->nruns - i - 1) * sizeof(*md->runs));
+		md->nruns--;
+	}
+}
+
+/* ------------------------------------------------------ moving pages */
+
+static int window_alloc(struct urd_context *ctx, struct urd_memdev *md,
+			uint64_t len, uint64_t *off)
+{
+	struct urd_mem_req req = { .len = len };
+	struct urd_mem_resp resp;
+	int ret;
+
+	ret = urd_ctrl(ctx, URD_OP_MEM_ALLOC, &req, sizeof(req), &resp,
+		       sizeof(resp), sizeof(resp));
+	if (ret)
+		return ret;
+	if (resp.len != len || resp.off % page_size || resp.off > md->mem_size ||
+	    len > md->mem_size - resp.off) {
+		urd_dbg("MEM_ALLOC: bad answer off %llu len %llu (asked %llu)",
+			(unsigned long long)resp.off, (unsigned long long)resp.len,
+			(unsigned long long)len);
+		return -EPROTO;
+	}
+	*off = resp.off;
+	return 0;
+}
+
+static void window_free(struct urd_context *ctx, uint64_t off, uint64_t len)
+{
+	struct urd_mem_req req = { .off = off, .len = len };
+
+	if (ctx && !urd_ctx_dead(ctx))
+		urd_ctrl(ctx, URD_OP_MEM_FREE, &req, sizeof(req), NULL, 0, 0);
+}
+
+/* Move [p, p + len) onto the window piece at off: copy, then map over. */
+static int move_in(struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	void *m;
+
+	while (done < len) {
+		ssize_t w = pwrite(md->fd, (const void *)(p + done), len - done,
+				   (off_t)(md->mem_off + off + done));
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;  /* EFAULT: not mapped memory */
+		}
+		done += (size_t)w;
+	}
+	m = mmap((void *)p, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 md->fd, (off_t)(md->mem_off + off));
+	if (m == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+/* Give [p, p + len) back to private anonymous memory with its contents.  The
+ * copy goes to a fresh anonymous mapping which then replaces the shared one
+ * in one mremap, so the bytes never disappear from under other threads. */
+static void move_out_range(uintptr_t p, size_t len)
+{
+	void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (tmp == MAP_FAILED) {
+		urd_dbg("cannot move %#lx+%zu back to private memory",
+			(unsigned long)p, len);
+		return;
+	}
+	memcpy(tmp, (const void *)p, len);
+	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)p) ==
+	    MAP_FAILED) {
+		if (mmap((void *)p, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
+			memcpy((void *)p, tmp, len);
+		munmap(tmp, len);
+	}
+}
+
+/* An application may unmap a buffer before deregistering it.  Only pages that
+ * are still mapped are moved back (madvise(MADV_NORMAL) changes nothing and
+ * fails with ENOMEM on unmapped pages). */
+static void move_out(uintptr_t p, size_t len)
+{
+	if (madvise((void *)p, len, MADV_NORMAL) == 0) {
+		move_out_range(p, len);
+		return;
+	}
+	for (size_t i = 0; i < len; i += page_size)
+		if (madvise((void *)(p + i), page_size, MADV_NORMAL) == 0)
+			move_out_range(p + i, page_size);
+}
+
+static int run_new(struct urd_context *ctx, struct urd_memdev *md, uintptr_t p,
+		   size_t len, struct urd_run **out)
+{
+	struct urd_run *r = calloc(1, sizeof(*r));
+	uint64_t off;
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	ret = window_alloc(ctx, md, len, &off);
+	if (ret)
+		goto err_free;
+	ret = move_in(md, p, len, off);
+	if (ret) {
+		window_free(ctx, off, len);
+		goto err_free;
+	}
+	r->start = p;
+	r->len = len;
+	r->off = off;
+	r->owner = ctx;
+	*out = r;
+	return 0;
+err_free:
+	free(r);
+	return ret;
+}
+
+/* Drop one reference; the last one moves the pages back and frees the
+ * window piece through the context that allocated it (if it still lives:
+ * a closed context's allocations were freed by the daemon). */
+static void run_put(struct urd_memdev *md, struct urd_run *r, bool free_window)
+{
+	if (--r->refcnt)
+		return;
+	run_remove(md, r);
+	if (!md->gone) {
+		move_out(r->start, r->len);
+		if (free_window)
+			window_free(r->owner, r->off, r->len);
+	}
+	free(r);
+}
+
+/* ---------------------------------------------------- registration */
+
+#define KNOWN_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |   \
+		      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |   \
+		      IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |          \
+		      IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
+/* What the daemon enforces. */
+#define PERM_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |    \
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+static int check_access(unsigned int access)
+{
+	/* Optional flags (RELAXED_ORDERING and the rest of the optional
+	 * range) may be ignored by a device, by definition. */
+	unsigned int a = access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+
+	if (a & ~(unsigned int)KNOWN_ACCESS)
+		return -EINVAL;
+	/* man ibv_reg_mr: remote write or atomic needs local write. */
+	if ((a & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(a & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+/* The VM hook: a guest's memory is not moved but pinned and translated to
+ * guest-physical segments. */
+static int build_segments_vm(struct urd_context *ctx, void *addr, size_t length)
+{
+	return -EOPNOTSUPP;
+}
+
+/* Reference (moving where needed) every page under [a, a + length) and list
+ * the runs in mr.  On failure nothing stays referenced. */
+static int take_runs(struct urd_context *ctx, struct urd_memdev *md,
+		     struct urd_mr *mr, uintptr_t a, size_t length)
+{
+	uintptr_t p = a & ~(page_size - 1);
+	uintptr_t p1 = (a + length + page_size - 1) & ~(page_size - 1);
+	size_t i = run_lower_bound(md, p), cap = 0;
+	int ret = 0;
+
+	while (p < p1) {
+		struct urd_run *r = i < md->nruns ? md->runs[i] : NULL;
+
+		if (mr->nruns == cap) {
+			size_t ncap = cap ? cap * 2 : 4;
+			struct urd_run **n = realloc(mr->runs, ncap * sizeof(*n));
+
+			if (!n) {
+				ret = -ENOMEM;
+				break;
+			}
+			mr->runs = n;
+			cap = ncap;
+		}
+		if (!r || r->start > p) {
+			uintptr_t gap_end = r && r->start < p1 ? r->start : p1;
+
+			ret = run_new(ctx, md, p, gap_end - p, &r);
+			if (ret)
+				break;
+			ret = run_insert(md, i, r);
+			if (ret) {
+				move_out(r->start, r->len);
+				window_free(ctx, r->off, r->len);
+				free(r);
+				break;
+			}
+		}
+		r->refcnt++;
+		mr->runs[mr->nruns++] = r;
+		p = r->start + r->len;
+		i++;
+	}
+	if (ret) {
+		for (size_t k = 0; k < mr->nruns; k++)
+			run_put(md, mr->runs[k], true);
+		mr->nruns = 0;
+	}
+	return ret;
+}
+
+static int send_reg(struct urd_context *ctx, struct urd_mr *mr,
+		    struct ibv_pd *pd, uintptr_t a, size_t length,
+		    uint64_t iova, unsigned int access)
+{
+	struct urd_reg_mr_req *req;
+	struct urd_reg_mr_resp resp;
+	uint32_t n = 0;
+	size_t sz;
+	int ret;
+
+	if (mr->nruns > URD_MR_MAX_SEGS)
+		return -EINVAL;
+	sz = sizeof(*req) + mr->nruns * sizeof(struct urd_mr_seg);
+	req = calloc(1, sz);
+	if (!req)
+		return -ENOMEM;
+	for (size_t k = 0; k < mr->nruns; k++) {
+		const struct urd_run *r = mr->runs[k];
+		uintptr_t s = a > r->start ? a : r->start;
+		uintptr_t e = a + length < r->start + r->len ? a + length
+							     : r->start + r->len;
+
+		/* One segment per run, never merged with the next even when
+		 * the window pieces happen to be adjacent: the daemon wants
+		 * every segment inside one allocation. */
+		req->segs[n].off = r->off + (s - r->start);
+		req->segs[n].len = e - s;
+		n++;
+	}
+	req->pd = pd->handle;
+	req->access = access & PERM_ACCESS;
+	req->iova = iova;
+	req->length = length;
+	req->nsegs = n;
+	sz = sizeof(*req) + n * sizeof(struct urd_mr_seg);
+	ret = urd_ctrl(ctx, URD_OP_REG_MR, req, (uint32_t)sz, &resp,
+		       sizeof(resp), sizeof(resp));
+	free(req);
+	if (ret)
+		return ret;
+	mr->ibv.handle = resp.handle;
+	mr->ibv.lkey = resp.lkey;
+	mr->ibv.rkey = resp.rkey;
+	return 0;
+}
+
+static int reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+		  unsigned int access, struct urd_mr **out)
+{
+	struct urd_context *ctx = to_uctx(pd->context);
+	struct urd_memdev *md = ctx->mem;
+	uintptr_t a = (uintptr_t)addr;
+	struct urd_mr *mr;
+	int ret;
+
+	if (urd_ctx_dead(ctx))
+		return -EIO;
+	if (!addr || !length || a + length < a ||
+	    length > urd_load_relaxed(&ctx->hdr->dev.max_mr_size))
+		return -EINVAL;
+	ret = check_access(access);
+	if (ret)
+		return ret;
+	if (ctx->vm)
+		return build_segments_vm(ctx, addr, length);
+	if (!md || !md->mem_size)
+		return -EOPNOTSUPP;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+
+	pthread_mutex_lock(&mem_lock);
+	{
+		uintptr_t p0 = a & ~(page_size - 1);
+		uintptr_t p1 = (a + length + page_size - 1) & ~(page_size - 1);
+
+		for (struct urd_memdev *o = memdevs; o; o = o->next) {
+			if (o != md && !o->gone && md_overlaps(o, p0, p1)) {
+				urd_dbg("reg_mr %p+%zu on %s: pages already "
+					"registered with vRNIC %s; a buffer can "
+					"be registered with one vRNIC only",
+					addr, length, md->name, o->name);
+				ret = -EINVAL;
+				goto err_unlock;
+			}
+		}
+	}
+	ret = take_runs(ctx, md, mr, a, length);
+	if (ret)
+		goto err_unlock;
+	ret = send_reg(ctx, mr, pd, a, length, iova, access);
+	if (ret) {
+		for (size_t k = 0; k < mr->nruns; k++)
+			run_put(md, mr->runs[k], true);
+		goto err_unlock;
+	}
+	mr->ctx = ctx;
+	mr->next = ctx->mrs;
+	ctx->mrs = mr;
+	pthread_mutex_unlock(&mem_lock);
+
+	mr->ibv.context = pd->context;
+	mr->ibv.pd = pd;
+	mr->ibv.addr = addr;
+	mr->ibv.length = length;
+	*out = mr;
+	return 0;
+
+err_unlock:
+	pthread_mutex_unlock(&mem_lock);
+	free(mr->runs);
+	free(mr);
+	return ret;
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+				uint64_t iova, unsigned int access)
+{
+	struct urd_mr *mr;
+	int ret = reg_mr(pd, addr, length, iova, access, &mr);
+
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return &mr->ibv;
+}
+
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			  int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr,
+				(unsigned int)access);
+}
+
+struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+			       uint64_t iova, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+}
+
+/* man ibv_rereg_mr: on IBV_REREG_MR_ERR_INPUT the old MR stays valid. */
+int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+		 size_t length, int access)
+{
+	errno = EOPNOTSUPP;
+	return IBV_REREG_MR_ERR_INPUT;
+}
+
+/* Under mem_lock: unlink mr from its context. */
+static void mr_unlink(struct urd_mr *mr)
+{
+	for (struct urd_mr **p = &mr->ctx->mrs; *p; p = &(*p)->next) {
+		if (*p == mr) {
+			*p = mr->next;
+			return;
+		}
+	}
+}
+
+int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct urd_mr *mr = urd_container_of(ibmr, struct urd_mr, ibv);
+	struct urd_context *ctx = mr->ctx;
+	int ret;
+
+	ret = urd_ctrl_handle(ctx, URD_OP_DEREG_MR, ibmr->handle);
+	if (ret && !urd_ctx_dead(ctx))
+		return -ret;
+	pthread_mutex_lock(&mem_lock);
+	mr_unlink(mr);
+	for (size_t k = 0; k < mr->nruns; k++)
+		run_put(ctx->mem, mr->runs[k], true);
+	pthread_mutex_unlock(&mem_lock);
+	free(mr->runs);
+	free(mr);
+	return 0;
+}
+
+/* ------------------------------------------------ context attachment */
+
+void urd_ctx_register(struct urd_context *ctx)
+{
+	pthread_mutex_lock(&mem_lock);
+	ctx->next_all = all_ctxs;
+	all_ctxs = ctx;
+	pthread_mutex_unlock(&mem_lock);
+}
+
+void urd_ctx_unregister(struct urd_context *ctx)
+{
+	pthread_mutex_lock(&mem_lock);
+	for (struct urd_context **p = &all_ctxs; *p; p = &(*p)->next_all) {
+		if (*p == ctx) {
+			*p = ctx->next_all;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mem_lock);
+}
+
+int urd_mem_attach(struct urd_context *ctx, int region_fd)
+{
+	struct urd_memdev *md;
+	struct stat st;
+	uint64_t mo = ctx->hdr->mem_off, ms = ctx->hdr->mem_size;
+	int ret = 0;
+
+	pthread_once(&atfork_once, init_once);
+	if (fstat(region_fd, &st))
+		return -errno;
+
+	pthread_mutex_lock(&mem_lock);
+	for (md = memdevs; md; md = md->next)
+		if (md->st_dev == st.st_dev && md->st_ino == st.st_ino)
+			break;
+	if (!md) {
+		md = calloc(1, sizeof(*md));
+		if (!md) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		md->fd = fcntl(region_fd, F_DUPFD_CLOEXEC, 0);
+		if (md->fd < 0) {
+			ret = -errno;
+			free(md);
+			goto out;
+		}
+		md->st_dev = st.st_dev;
+		md->st_ino = st.st_ino;
+		memcpy(md->name, ctx->dev->vdev.device.name, sizeof(md->name) - 1);
+		/* No usable window (a VM region, or a bad header): every
+		 * container registration will fail with EOPNOTSUPP. */
+		if (mo && mo % page_size == 0 && mo >= ctx->ctrl_size &&
+		    mo <= (uint64_t)st.st_size && ms <= (uint64_t)st.st_size - mo) {
+			md->mem_off = mo;
+			md->mem_size = ms;
+		} else if (mo || ms) {
+			urd_dbg("%s: unusable memory window %llu+%llu",
+				md->name, (unsigned long long)mo,
+				(unsigned long long)ms);
+		}
+		md->next = memdevs;
+		memdevs = md;
+	}
+	md->nctx++;
+	ctx->mem = md;
+out:
+	pthread_mutex_unlock(&mem_lock);
+	return ret;
+}
+
+static void memdev_free_locked(struct urd_memdev *md)
+{
+	for (struct urd_memdev **p = &memdevs; *p; p = &(*p)->next) {
+		if (*p == md) {
+			*p = md->next;
+			break;
+		}
+	}
+	close(md->fd);
+	free(md->runs);
+	free(md);
+}
+
+void urd_mem_detach(struct urd_context *ctx)
+{
+	struct urd_memdev *md = ctx->mem;
+
+	if (!md)
+		return;
+	pthread_mutex_lock(&mem_lock);
+	/* MRs the application never deregistered.  Their window pieces that
+	 * this context allocated are freed by the daemon with the context. */
+	while (ctx->mrs) {
+		struct urd_mr *mr = ctx->mrs;
+
+		ctx->mrs = mr->next;
+		for (size_t k = 0; k < mr->nruns; k++)
+			run_put(md, mr->runs[k], mr->runs[k]->owner != ctx);
+		free(mr->runs);
+		free(mr);
+	}
+	/* Runs this context allocated that other contexts' MRs still use. */
+	for (size_t i = 0; i < md->nruns; i++) {
+		if (md->runs[i]->owner == ctx) {
+			urd_dbg("%s: pages %#lx+%zu outlive the context that "
+				"allocated them", md->name,
+				(unsigned long)md->runs[i]->start, md->runs[i]->len);
+			md->runs[i]->owner = NULL;
+		}
+	}
+	if (--md->nctx == 0)
+		memdev_free_locked(md);
+	ctx->mem = NULL;
+	pthread_mutex_unlock(&mem_lock);
+}
+
+/* The daemon stopped or the vRNIC was deleted: the window is no longer
+ * served, so every moved page goes back to private memory now.  The
+ * application keeps its data; its MRs are dead anyway (EIO). */
+void urd_mem_daemon_gone(struct urd_context *ctx)
+{
+	struct urd_memdev *md = ctx->mem;
+
+	pthread_mutex_lock(&mem_lock);
+	if (md && !md->gone) {
+		for (size_t i = 0; i < md->nruns; i++)
+			move_out(md->runs[i]->start, md->runs[i]->len);
+		md->gone = true;
+	}
+	pthread_mutex_unlock(&mem_lock);
+}
+
+/* --------------------------------------------------------------- fork */
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&mem_lock);
+	/* Event threads touch queues only under ev_lock: holding every
+	 * ev_lock across fork leaves no queue lock held in the child. */
+	for (struct urd_context *c = all_ctxs; c; c = c->next_all)
+		pthread_mutex_lock(&c->ev_lock);
+}
+
+static void atfork_parent(void)
+{
+	for (struct urd_context *c = all_ctxs; c; c = c->next_all)
+		pthread_mutex_unlock(&c->ev_lock);
+	pthread_mutex_unlock(&mem_lock);
+}
+
+static void atfork_child(void)
+{
+	/* Registered pages: private copies for the child. */
+	for (struct urd_memdev *md = memdevs; md; md = md->next) {
+		for (size_t i = 0; i < md->nruns; i++) {
+			if (!md->gone)
+				move_out(md->runs[i]->start, md->runs[i]->len);
+			free(md->runs[i]);
+		}
+		md->nruns = 0;
+	}
+	for (struct urd_context *c = all_ctxs; c; c = c->next_all) {
+		for (struct urd_mr *mr = c->mrs; mr; mr = mr->next)
+			mr->nruns = 0;          /* the runs are gone */
+		urd_store_release(&c->dead, 1);
+		/* No event thread was copied into the child. */
+		c->ev_started = false;
+		/* The lock is the parent's liveness: not ours to keep. */
+		if (c->lock_fd >= 0) {
+			close(c->lock_fd);
+			c->lock_fd = -1;
+			c->vctx.context.cmd_fd = -1;
+		}
+		/* Rings and doorbells are the parent's. */
+		mmap(c->region, c->ctrl_size, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		pthread_mutex_unlock(&c->ev_lock);
+	}
+	pthread_mutex_unlock(&mem_lock);
+}
