@@ -1,0 +1,248 @@
+/* net.c: the containers' bridge network, like a container runtime's default
+ * bridge, but with the bridge in a network namespace of its own rather than
+ * in the host's: the host namespace gets no interfaces and no addresses.
+ *
+ *   netns unirdma-<hash of state dir>:  br0 (up), one uxPID port per container
+ *   each container's netns:              lo (up), eth0 = the vRNIC's ip/prefix
+ *
+ * The veth pair is made with iproute2 in one call (it is what creating a
+ * device in one namespace with its peer in another costs least code for);
+ * the container side is set up with plain ioctls from inside. A container's
+ * veth pair vanishes with its network namespace. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define NETNS_RUN_DIR "/run/netns"
+#define BRIDGE_NAME "br0"
+
+void net_ns_name(const char *state_dir, char *buf, size_t len)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (const unsigned char *p = (const unsigned char *)state_dir; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	snprintf(buf, len, "unirdma-%08x", h);
+}
+
+static const char *ip_path(void)
+{
+	static const char *const cands[] = { "/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip" };
+
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++)
+		if (access(cands[i], X_OK) == 0)
+			return cands[i];
+	return "ip";
+}
+
+/* Serializes creating and removing bridge namespaces among CLIs. */
+static int net_lock(void)
+{
+	const char *path = access("/run/lock", W_OK) == 0 ? "/run/lock/unirdma-net.lock"
+							   : "/tmp/unirdma-net.lock";
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			int err = -errno;
+
+			close(fd);
+			return err;
+		}
+	}
+	return fd;
+}
+
+static void net_unlock(int fd)
+{
+	close(fd); /* drops the flock */
+}
+
+static bool ns_exists(const char *nsname)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", nsname);
+	return access(path, F_OK) == 0;
+}
+
+/* Runs `ip ARGS...` (NULL-terminated), its stdout discarded. */
+static int ip_run(int quiet, const char *const *args)
+{
+	char *argv[24];
+	size_t n = 0;
+
+	argv[n++] = (char *)ip_path();
+	while (*args && n < sizeof(argv) / sizeof(argv[0]) - 1)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	return proc_run(argv, quiet | PROC_QUIET_STDOUT);
+}
+#define IP(quiet, ...) ip_run(quiet, (const char *const[]){ __VA_ARGS__, NULL })
+
+/* Under the lock: br0 up and lo up in an existing namespace. Harmless when
+ * they are already there. */
+static int make_bridge(char *ns)
+{
+	if (IP(PROC_QUIET_STDERR, "-n", ns, "link", "show", BRIDGE_NAME) != 0 &&
+	    IP(0, "-n", ns, "link", "add", BRIDGE_NAME, "up", "type", "bridge") != 0)
+		return -EIO;
+	if (IP(0, "-n", ns, "link", "set", "lo", "up") != 0)
+		return -EIO;
+	return 0;
+}
+
+static int ensure_locked(const char *nsname, bool check_bridge)
+{
+	char ns[64];
+	int rc;
+
+	snprintf(ns, sizeof(ns), "%s", nsname);
+	if (ns_exists(ns))
+		return check_bridge ? make_bridge(ns) : 0;
+	if (IP(0, "netns", "add", ns) != 0) {
+		cli_err("exec: could not create network namespace %s", ns);
+		return -EIO;
+	}
+	rc = make_bridge(ns);
+	if (rc) {
+		cli_err("exec: could not create bridge %s in network namespace %s", BRIDGE_NAME, ns);
+		IP(0, "netns", "del", ns);
+	}
+	return rc;
+}
+
+int net_ensure_bridge(const char *nsname)
+{
+	int lock, rc;
+
+	if (ns_exists(nsname))
+		return 0; /* the creator finished under the lock; attach repairs the rest */
+	lock = net_lock();
+	if (lock < 0)
+		return lock;
+	rc = ensure_locked(nsname, false);
+	net_unlock(lock);
+	return rc;
+}
+
+int net_attach(const char *nsname, pid_t pid)
+{
+	char ns[64], port[IFNAMSIZ], pidstr[16];
+	int rc, lock;
+
+	snprintf(ns, sizeof(ns), "%s", nsname);
+	snprintf(port, sizeof(port), "ux%d", (int)pid);
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	for (int attempt = 0;; attempt++) {
+		/* IFLA_NET_NS_PID is resolved in our PID namespace: pid is the
+		 * container init's PID as clone() returned it. */
+		rc = IP(attempt ? 0 : PROC_QUIET_STDERR, "-n", ns, "link", "add", port, "master",
+			BRIDGE_NAME, "up", "type", "veth", "peer", "name", "eth0", "netns", pidstr);
+		if (rc == 0)
+			return 0;
+		if (attempt) {
+			cli_err("exec: could not create the veth pair %s/eth0 on %s in network namespace %s",
+				port, BRIDGE_NAME, ns);
+			return -EIO;
+		}
+		/* Someone removed the namespace or its bridge (net-down): repair once. */
+		lock = net_lock();
+		if (lock < 0)
+			return lock;
+		rc = ensure_locked(ns, true);
+		net_unlock(lock);
+		if (rc)
+			return rc;
+	}
+}
+
+int net_remove_bridge(const char *nsname)
+{
+	char ns[64];
+	int lock, rc = 0;
+
+	snprintf(ns, sizeof(ns), "%s", nsname);
+	lock = net_lock();
+	if (lock < 0)
+		return lock;
+	if (ns_exists(ns))
+		rc = IP(0, "netns", "del", ns) == 0 ? 1 : -EIO;
+	net_unlock(lock);
+	return rc;
+}
+
+static int if_up(int sock, const char *ifname)
+{
+	struct ifreq ifr = { 0 };
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(sock, SIOCGIFFLAGS, &ifr) < 0)
+		return -errno;
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(sock, SIOCSIFFLAGS, &ifr) < 0)
+		return -errno;
+	return 0;
+}
+
+static int if_set_addr(int sock, const char *ifname, unsigned long req, struct in_addr a)
+{
+	struct ifreq ifr = { 0 };
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr = a };
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	memcpy(&ifr.ifr_addr, &sin, sizeof(sin));
+	if (ioctl(sock, req, &ifr) < 0)
+		return -errno;
+	return 0;
+}
+
+int net_setup_inside(const char *ip, int prefix)
+{
+	struct in_addr addr, mask;
+	const char *step = "lo up";
+	int sock, rc;
+
+	if (inet_pton(AF_INET, ip, &addr) != 1 || prefix < 0 || prefix > 32) {
+		cli_err("exec: the vRNIC's address %s/%d is not usable", ip, prefix);
+		return -EINVAL;
+	}
+	mask.s_addr = htonl(prefix ? 0xffffffffu << (32 - prefix) : 0);
+	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+	rc = if_up(sock, "lo");
+	if (!rc) {
+		step = "eth0 address";
+		rc = if_set_addr(sock, "eth0", SIOCSIFADDR, addr);
+	}
+	if (!rc) {
+		step = "eth0 netmask";
+		rc = if_set_addr(sock, "eth0", SIOCSIFNETMASK, mask);
+	}
+	if (!rc) {
+		step = "eth0 up";
+		rc = if_up(sock, "eth0");
+	}
+	if (rc)
+		cli_err("exec: network setup in the container (%s): %s", step, strerror(-rc));
+	close(sock);
+	return rc;
+}

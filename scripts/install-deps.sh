@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# install-deps.sh: install what building unirdma, its tests and its demo need
+# (Debian/Ubuntu packages). Idempotent: does nothing when all are installed.
+# As root it runs apt-get; otherwise it prints the command to run and fails.
+set -euo pipefail
+
+pkgs=(
+	build-essential clang pkg-config # compilers, make
+	libibverbs-dev libjson-c-dev     # verbs headers (ABI we implement), JSON for the admin protocol
+	ibverbs-utils perftest qperf     # unmodified verbs programs the tests and the demo run
+	iproute2 util-linux procps       # ip, unshare/nsenter, ps: containers and their network
+	strace valgrind python3          # test tooling
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	# dpkg -s succeeds for removed-but-configured packages too; check the status word.
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#pkgs[@]} packages already installed"
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages: ${missing[*]}" >&2
+	echo "install-deps: run as root:  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+	exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

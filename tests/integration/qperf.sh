@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# qperf.sh: qperf's RDMA tests, unmodified: `qperf` serving in a container of
+# one vRNIC, `qperf IP -t 2 TEST` in a container of the other, one case per
+# test. A case fails on an error message or a figure of 0.
+. "$(dirname "$0")/lib.sh"
+
+QPERF_PORT=19765
+QPERF_TIME=${QPERF_TIME:-2}
+
+# figures_ok FILE: at least one "name = value unit" line and no zero value,
+# no error message.
+figures_ok() {
+	if grep -Eiq 'error|fail|unknown|not supported|timed out' "$1"; then
+		say "  qperf reported a problem:"
+		grep -Ei 'error|fail|unknown|not supported|timed out' "$1" | sed 's/^/    /'
+		return 1
+	fi
+	awk '
+		$2 == "=" { rows++; if ($3 + 0 <= 0) { bad++; print "  zero figure: " $0 } }
+		END { if (!rows) print "  no figures"; exit !(rows && !bad) }' "$1"
+}
+
+qperf_case() {
+	require_prog qperf
+	run_pair -p "$QPERF_PORT" --persistent "qperf" "qperf $IP_A -t $QPERF_TIME $1" || return 1
+	check "qperf $1 reports non-zero figures" figures_ok "$PAIR_CLIENT_OUT"
+	checks_result
+}
+
+for t in rc_bw rc_bi_bw rc_lat rc_rdma_write_bw rc_rdma_write_lat rc_rdma_write_poll_lat \
+	rc_rdma_read_bw rc_rdma_read_lat rc_compare_swap_mr rc_fetch_add_mr \
+	ver_rc_compare_swap ver_rc_fetch_add ud_bw ud_lat; do
+	add_case "$t" qperf_case "$t"
+done
+run_cases "$@"
