@@ -11,7 +11,7 @@ CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O2 -g
 SAN     ?=
-WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
+WARN    := -Wall -Wextra -Werror
 VERSION := 0.1.0
 CFLAGS  += -DUNIRDMA_VERSION=\"$(VERSION)\" -std=gnu11 $(OPT) $(WARN) $(SAN) -D_GNU_SOURCE -Iinclude -Icommon -Idaemon -fno-strict-aliasing
 LDFLAGS += $(SAN)

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "compiler.h"
 #include "unirdma/abi.h"
 
 #define URD_MAX_VRNICS   128

@@ -195,7 +195,7 @@ struct handler_args {
 	uint32_t slot;
 };
 
-static int op_alloc_pd(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_alloc_pd(struct handler_args *a, const void *req URD_UNUSED, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
 {
 	RESP(urd_handle_resp);
 	struct urd_pd *pd = calloc(1, sizeof(*pd));
@@ -220,7 +220,7 @@ static void pd_free(struct urd_pd *pd)
 	free(pd);
 }
 
-static int op_dealloc_pd(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_dealloc_pd(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_handle_req);
 	struct urd_pd *pd = obj_get(a->ctx, r->handle, OBJ_PD);
@@ -264,7 +264,7 @@ static void mem_put(struct urd_vrnic *vr, struct urd_mem *m)
 		mem_unlink_free(vr, m);
 }
 
-static int op_mem_alloc(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_mem_alloc(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
 {
 	REQ(urd_mem_req);
 	RESP(urd_mem_resp);
@@ -293,7 +293,7 @@ static int op_mem_alloc(struct handler_args *a, const void *req, uint32_t len, v
 	return 0;
 }
 
-static int op_mem_free(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_mem_free(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_mem_req);
 
@@ -425,7 +425,7 @@ static void mr_free(struct urd_mr *mr)
 	free(mr);
 }
 
-static int op_dereg_mr(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_dereg_mr(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_handle_req);
 	struct urd_mr *mr = obj_get(a->ctx, r->handle, OBJ_MR);
@@ -436,7 +436,7 @@ static int op_dereg_mr(struct handler_args *a, const void *req, uint32_t len, vo
 	return 0;
 }
 
-static int op_create_cq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_create_cq(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
 {
 	REQ(urd_create_cq_req);
 	RESP(urd_create_cq_resp);
@@ -479,7 +479,7 @@ static void cq_free(struct urd_cq *cq)
 	free(cq);
 }
 
-static int op_destroy_cq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_destroy_cq(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_handle_req);
 	struct urd_cq *cq = obj_get(a->ctx, r->handle, OBJ_CQ);
@@ -510,7 +510,7 @@ static void srq_fill(const struct urd_srq *srq, struct urd_srq_resp *o)
 	o->ring_off = srq->ring.off;
 }
 
-static int op_create_srq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_create_srq(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
 {
 	REQ(urd_create_srq_req);
 	RESP(urd_srq_resp);
@@ -551,7 +551,7 @@ err_free:
 	return ret;
 }
 
-static int op_modify_srq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_modify_srq(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_modify_srq_req);
 	struct urd_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
@@ -570,7 +570,7 @@ static int op_modify_srq(struct handler_args *a, const void *req, uint32_t len, 
 	return 0;
 }
 
-static int op_query_srq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_query_srq(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
 {
 	REQ(urd_handle_req);
 	RESP(urd_srq_resp);
@@ -593,7 +593,7 @@ static void srq_free(struct urd_srq *srq)
 	free(srq);
 }
 
-static int op_destroy_srq(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_destroy_srq(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_handle_req);
 	struct urd_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
@@ -606,7 +606,7 @@ static int op_destroy_srq(struct handler_args *a, const void *req, uint32_t len,
 	return 0;
 }
 
-static int op_create_qp(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_create_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
 {
 	REQ(urd_create_qp_req);
 	RESP(urd_create_qp_resp);
@@ -788,7 +788,7 @@ static void ring_reset(struct urd_ring *r)
 	urd_store_release(&r->hdr->cons, r->head);
 }
 
-static int op_modify_qp(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_modify_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_modify_qp_req);
 	struct urd_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
@@ -876,7 +876,7 @@ static int op_modify_qp(struct handler_args *a, const void *req, uint32_t len, v
 	return 0;
 }
 
-static int op_query_qp(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_query_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
 {
 	REQ(urd_handle_req);
 	RESP(urd_query_qp_resp);
@@ -913,7 +913,7 @@ static void qp_free(struct urd_qp *qp)
 	free(qp);
 }
 
-static int op_destroy_qp(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_destroy_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_handle_req);
 	struct urd_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
@@ -938,7 +938,7 @@ void qp_to_error(struct urd_qp *qp, bool async)
 
 /* ----------------------------------------------------------- contexts */
 
-static int op_open_ctx(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_open_ctx(struct handler_args *a, const void *req URD_UNUSED, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
 {
 	RESP(urd_open_ctx_resp);
 	struct urd_vrnic *vr = a->vr;
@@ -1019,7 +1019,7 @@ void ctx_destroy(struct urd_ctx *ctx)
 	free(ctx);
 }
 
-static int op_close_ctx(struct handler_args *a, const void *req, uint32_t len, void *resp, uint32_t *resp_len)
+static int op_close_ctx(struct handler_args *a, const void *req URD_UNUSED, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	ctx_destroy(a->ctx);
 	a->ctx = NULL;

@@ -87,7 +87,7 @@ static bool grh_is_ipv4(const struct ibv_grh *grh)
 }
 
 /* man ibv_init_ah_from_wc: 0 on success, -1 (errno) on error. */
-int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
+int ibv_init_ah_from_wc(struct ibv_context *context URD_UNUSED, uint8_t port_num,
 			struct ibv_wc *wc, struct ibv_grh *grh,
 			struct ibv_ah_attr *ah_attr)
 {

@@ -207,22 +207,22 @@ static uint8_t ex_read_dlid_path_bits(struct ibv_cq_ex *ex)
 
 /* The readers of fields we never offer (create_cq_ex refuses those flags)
  * still point somewhere harmless. */
-static uint64_t ex_read_zero64(struct ibv_cq_ex *ex)
+static uint64_t ex_read_zero64(struct ibv_cq_ex *ex URD_UNUSED)
 {
 	return 0;
 }
 
-static uint16_t ex_read_cvlan(struct ibv_cq_ex *ex)
+static uint16_t ex_read_cvlan(struct ibv_cq_ex *ex URD_UNUSED)
 {
 	return 0;
 }
 
-static uint32_t ex_read_flow_tag(struct ibv_cq_ex *ex)
+static uint32_t ex_read_flow_tag(struct ibv_cq_ex *ex URD_UNUSED)
 {
 	return 0;
 }
 
-static void ex_read_tm_info(struct ibv_cq_ex *ex, struct ibv_wc_tm_info *tm)
+static void ex_read_tm_info(struct ibv_cq_ex *ex URD_UNUSED, struct ibv_wc_tm_info *tm)
 {
 	memset(tm, 0, sizeof(*tm));
 }
@@ -376,7 +376,7 @@ struct ibv_cq_ex *urd_create_cq_ex(struct ibv_context *c,
 	return &cq->ex;
 }
 
-int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+int ibv_resize_cq(struct ibv_cq *cq URD_UNUSED, int cqe URD_UNUSED)
 {
 	return EOPNOTSUPP;
 }

@@ -205,24 +205,24 @@ static void *compat_stub(void)
 	return NULL;
 }
 
-static struct ibv_mw *alloc_mw_stub(struct ibv_pd *pd, enum ibv_mw_type type)
+static struct ibv_mw *alloc_mw_stub(struct ibv_pd *pd URD_UNUSED, enum ibv_mw_type type URD_UNUSED)
 {
 	errno = EOPNOTSUPP;
 	return NULL;
 }
 
-static int bind_mw_stub(struct ibv_qp *qp, struct ibv_mw *mw,
-			struct ibv_mw_bind *bind)
+static int bind_mw_stub(struct ibv_qp *qp URD_UNUSED, struct ibv_mw *mw URD_UNUSED,
+			struct ibv_mw_bind *bind URD_UNUSED)
 {
 	return EOPNOTSUPP;
 }
 
-static int dealloc_mw_stub(struct ibv_mw *mw)
+static int dealloc_mw_stub(struct ibv_mw *mw URD_UNUSED)
 {
 	return EOPNOTSUPP;
 }
 
-static int close_xrcd_stub(struct ibv_xrcd *xrcd)
+static int close_xrcd_stub(struct ibv_xrcd *xrcd URD_UNUSED)
 {
 	return EOPNOTSUPP;
 }
@@ -501,7 +501,7 @@ int ibv_close_device(struct ibv_context *context)
 	return 0;
 }
 
-struct ibv_context *ibv_import_device(int cmd_fd)
+struct ibv_context *ibv_import_device(int cmd_fd URD_UNUSED)
 {
 	errno = EOPNOTSUPP;
 	return NULL;
@@ -722,7 +722,7 @@ ssize_t _ibv_query_gid_table(struct ibv_context *context,
 }
 
 /* One P_Key, the default full-membership 0xffff.  -1 on error. */
-int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
+int ibv_query_pkey(struct ibv_context *context URD_UNUSED, uint8_t port_num, int index,
 		   __be16 *pkey)
 {
 	if (port_num != 1 || index != 0) {
@@ -733,7 +733,7 @@ int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
 	return 0;
 }
 
-int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num,
+int ibv_get_pkey_index(struct ibv_context *context URD_UNUSED, uint8_t port_num,
 		       __be16 pkey)
 {
 	if (port_num != 1 || pkey != htobe16(0xffff)) {

@@ -315,7 +315,7 @@ static int check_access(unsigned int access)
 
 /* The VM hook: a guest's memory is not moved but pinned and translated to
  * guest-physical segments. */
-static int build_segments_vm(struct urd_context *ctx, void *addr, size_t length)
+static int build_segments_vm(struct urd_context *ctx URD_UNUSED, void *addr URD_UNUSED, size_t length URD_UNUSED)
 {
 	return -EOPNOTSUPP;
 }
@@ -514,8 +514,8 @@ struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
 }
 
 /* man ibv_rereg_mr: on IBV_REREG_MR_ERR_INPUT the old MR stays valid. */
-int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
-		 size_t length, int access)
+int ibv_rereg_mr(struct ibv_mr *mr URD_UNUSED, int flags URD_UNUSED, struct ibv_pd *pd URD_UNUSED, void *addr URD_UNUSED,
+		 size_t length URD_UNUSED, int access URD_UNUSED)
 {
 	errno = EOPNOTSUPP;
 	return IBV_REREG_MR_ERR_INPUT;

@@ -43,22 +43,22 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 }
 
 /* Objects cannot be shared between processes through a vRNIC. */
-struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
+struct ibv_pd *ibv_import_pd(struct ibv_context *context URD_UNUSED, uint32_t pd_handle URD_UNUSED)
 {
 	errno = EOPNOTSUPP;
 	return NULL;
 }
 
-void ibv_unimport_pd(struct ibv_pd *pd)
+void ibv_unimport_pd(struct ibv_pd *pd URD_UNUSED)
 {
 }
 
-struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+struct ibv_mr *ibv_import_mr(struct ibv_pd *pd URD_UNUSED, uint32_t mr_handle URD_UNUSED)
 {
 	errno = EOPNOTSUPP;
 	return NULL;
 }
 
-void ibv_unimport_mr(struct ibv_mr *mr)
+void ibv_unimport_mr(struct ibv_mr *mr URD_UNUSED)
 {
 }

@@ -30,6 +30,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "compiler.h"
 #include "unirdma/abi.h"
 #include "unirdma/barrier.h"
 

@@ -513,35 +513,35 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 }
 
 /* Work requests a vRNIC does not offer: the batch fails at wr_complete. */
-static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
-		       const struct ibv_mw_bind_info *info)
+static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw URD_UNUSED, uint32_t rkey URD_UNUSED,
+		       const struct ibv_mw_bind_info *info URD_UNUSED)
 {
 	wr_fail(qpx_to_uqp(qpx), EOPNOTSUPP);
 }
 
-static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey URD_UNUSED)
 {
 	wr_fail(qpx_to_uqp(qpx), EOPNOTSUPP);
 }
 
-static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey URD_UNUSED)
 {
 	wr_fail(qpx_to_uqp(qpx), EOPNOTSUPP);
 }
 
-static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz,
-			uint16_t mss)
+static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr URD_UNUSED, uint16_t hdr_sz URD_UNUSED,
+			uint16_t mss URD_UNUSED)
 {
 	wr_fail(qpx_to_uqp(qpx), EOPNOTSUPP);
 }
 
-static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
+static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn URD_UNUSED)
 {
 	wr_fail(qpx_to_uqp(qpx), EOPNOTSUPP);
 }
 
-static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
-			    uint64_t addr, const void *data)
+static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey URD_UNUSED,
+			    uint64_t addr URD_UNUSED, const void *data URD_UNUSED)
 {
 	wr_fail(qpx_to_uqp(qpx), EOPNOTSUPP);
 }
