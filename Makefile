@@ -21,17 +21,19 @@ LIB_SRC    := $(wildcard lib/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c) $(wildcard engine/*.c)
 CLI_SRC    := $(wildcard cli/*.c)
 TEST_SRC   := $(wildcard tests/verbs/t_*.c)
+TOOL_SRC   := $(wildcard tests/tools/*.c)
 
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(COMMON_SRC))
 DAEMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_SRC) $(COMMON_SRC))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC) $(COMMON_SRC))
 TESTS      := $(patsubst tests/verbs/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+TOOLS      := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 
 LIBIBVERBS := $(BUILD)/lib/libibverbs.so.1
 DAEMON     := $(BUILD)/bin/unirdmad
 CLI        := $(BUILD)/bin/unirdma
 
-all: $(LIBIBVERBS) $(DAEMON) $(CLI) $(TESTS)
+all: $(LIBIBVERBS) $(DAEMON) $(CLI) $(TESTS) $(TOOLS)
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -62,6 +64,13 @@ $(BUILD)/tests/%: tests/verbs/%.c tests/verbs/helpers.c tests/verbs/helpers.h $(
 	$(CC) $(CFLAGS) -Itests/verbs -o $@ $< tests/verbs/helpers.c $(LDFLAGS) \
 		-L$(BUILD)/lib -l:libibverbs.so.1 -Wl,-rpath-link,$(BUILD)/lib -lpthread
 
+# Test tools: one program per file, for the integration tests (hostile
+# tenants, isolation probes, ...); they link against our library like the tests.
+$(BUILD)/tools/%: tests/tools/%.c $(LIBIBVERBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/verbs -o $@ $< $(LDFLAGS) \
+		-L$(BUILD)/lib -l:libibverbs.so.1 -Wl,-rpath-link,$(BUILD)/lib -lpthread
+
 deps:
 	@scripts/install-deps.sh
 
@@ -81,5 +90,8 @@ clean:
 	rm -rf build build-asan build-clang
 
 .PHONY: all deps demo test asan asan-test clean
+
+# Parts that bring their own rules (fuzzing, benchmarks) live in mk/*.mk.
+-include $(wildcard mk/*.mk)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

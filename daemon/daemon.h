@@ -226,6 +226,10 @@ struct urd_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey);
 struct urd_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey);
 void qp_to_error(struct urd_qp *qp, bool async);
 
+/* fwd.c: the forwarding data path (benchmark baseline); -EOPNOTSUPP when absent */
+int fwd_dispatch(struct urd_vrnic *vr, struct urd_ctx *ctx, const void *req, uint32_t req_len,
+		 void *resp, uint32_t *resp_len);
+
 /* admin.c */
 int admin_start(struct urd_daemon *d);
 void admin_stop(void);

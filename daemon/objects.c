@@ -1066,6 +1066,11 @@ int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t
 		return -EINVAL;
 	if (h->version != URD_ABI_VERSION)
 		return -EPROTO;
+	if (h->op >= URD_OP_FWD_FIRST && h->op <= URD_OP_FWD_LAST) {
+		if (!a.ctx)
+			return -EBADF;
+		return fwd_dispatch(vr, a.ctx, req, req_len, resp, resp_len);
+	}
 	if (h->op >= URD_OP_MAX || !handlers[h->op].fn)
 		return -EOPNOTSUPP;
 	if (req_len < handlers[h->op].min_len)

@@ -385,7 +385,13 @@ enum urd_op {
 	URD_OP_MODIFY_QP  = 16,
 	URD_OP_QUERY_QP   = 17,
 	URD_OP_DESTROY_QP = 18,
-	URD_OP_MAX
+	URD_OP_MAX,
+
+	/* 64..79: the forwarding data path, a baseline for benchmarks only
+	 * (FreeFlow's design: every data verb is a request the daemon's control
+	 * plane executes).  Layouts in unirdma/fwd.h. */
+	URD_OP_FWD_FIRST  = 64,
+	URD_OP_FWD_LAST   = 79,
 };
 
 struct urd_open_ctx_req {
