@@ -202,6 +202,7 @@ struct urd_daemon {
 extern struct urd_daemon *urd_d;
 
 /* vrnic.c */
+extern bool urd_vrnic_threads;
 int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
 		 const char *ip_prefix, struct urd_vrnic **out);
 int vrnic_delete(struct urd_daemon *d, const char *name);

@@ -19,6 +19,10 @@
 
 #define URD_MEMWIN_DEFAULT (16ull << 30)
 
+/* false in in-process harnesses (fuzzers) that drive ctrl_dispatch and the
+ * engine themselves, single-threaded. */
+bool urd_vrnic_threads = true;
+
 /* ------------------------------------------------------------ allocators */
 
 int alloc_init(struct urd_alloc *a, uint64_t base, uint64_t size)
@@ -324,7 +328,7 @@ int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
 		goto err_arena;
 	init_header(vr, size);
 	d->vrnics[slot] = vr;
-	ret = pthread_create(&vr->ctrl_thread, NULL, ctrl_thread_main, vr);
+	ret = urd_vrnic_threads ? pthread_create(&vr->ctrl_thread, NULL, ctrl_thread_main, vr) : 0;
 	if (ret) {
 		d->vrnics[slot] = NULL;
 		ret = -ret;
@@ -376,9 +380,11 @@ static void vrnic_teardown(struct urd_daemon *d, struct urd_vrnic *vr, uint32_t 
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
 		if (d->vrnics[i] == vr)
 			d->vrnics[i] = NULL;
-	pthread_mutex_unlock(&d->lock);
-	pthread_join(vr->ctrl_thread, NULL);
-	pthread_mutex_lock(&d->lock);
+	if (urd_vrnic_threads) {
+		pthread_mutex_unlock(&d->lock);
+		pthread_join(vr->ctrl_thread, NULL);
+		pthread_mutex_lock(&d->lock);
+	}
 	guard_remove(vr->map);
 	munmap(vr->map, vr->map_size);
 	close(vr->fd);
