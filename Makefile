@@ -51,7 +51,7 @@ $(LIBIBVERBS): $(LIB_OBJ) lib/libibverbs.map
 
 $(DAEMON): $(DAEMON_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) -ljson-c -lpthread
+	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) -ljson-c -lmicrohttpd -lpthread
 
 $(CLI): $(CLI_OBJ)
 	@mkdir -p $(dir $@)

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <infiniband/verbs.h>
 
 #include "daemon.h"
 #include "log.h"
@@ -24,10 +26,79 @@ static int listen_fd = -1;
 static pthread_t admin_thread;
 static struct urd_daemon *admin_d;
 
-static json_object *vrnic_json(const struct urd_vrnic *vr)
+static const char *const op_names[URD_WR_NUM_OPCODES] = {
+	[URD_WR_RDMA_WRITE] = "rdma_write", [URD_WR_RDMA_WRITE_WITH_IMM] = "rdma_write_imm",
+	[URD_WR_SEND] = "send", [URD_WR_SEND_WITH_IMM] = "send_imm", [URD_WR_RDMA_READ] = "rdma_read",
+	[URD_WR_ATOMIC_CMP_AND_SWP] = "atomic_cmp_swp", [URD_WR_ATOMIC_FETCH_AND_ADD] = "atomic_fetch_add",
+};
+
+#define ADD_I64(o, k, v) json_object_object_add((o), (k), json_object_new_int64((int64_t)(v)))
+
+static json_object *counters_json(const struct urd_counters *c)
+{
+	json_object *o = json_object_new_object(), *by = json_object_new_object();
+
+	ADD_I64(o, "tx_bytes", c->tx_bytes);
+	ADD_I64(o, "tx_ops", c->tx_ops);
+	ADD_I64(o, "rx_bytes", c->rx_bytes);
+	ADD_I64(o, "rx_ops", c->rx_ops);
+	ADD_I64(o, "errors", c->errors);
+	ADD_I64(o, "rnr_naks", c->rnr_naks);
+	ADD_I64(o, "retries", c->retries);
+	ADD_I64(o, "drops_other_tenant", c->drops_other_tenant);
+	ADD_I64(o, "qos_delays", c->qos_delays);
+	ADD_I64(o, "qos_delay_ns", c->qos_delay_ns);
+	for (int i = 0; i < URD_WR_NUM_OPCODES; i++) {
+		json_object *e = json_object_new_object();
+
+		ADD_I64(e, "tx_ops", c->tx_op_ops[i]);
+		ADD_I64(e, "tx_bytes", c->tx_op_bytes[i]);
+		ADD_I64(e, "rx_ops", c->rx_op_ops[i]);
+		ADD_I64(e, "rx_bytes", c->rx_op_bytes[i]);
+		json_object_object_add(by, op_names[i], e);
+	}
+	json_object_object_add(o, "by_opcode", by);
+	return o;
+}
+
+static json_object *limits_json(const struct urd_limits *l)
 {
 	json_object *o = json_object_new_object();
-	json_object *c = json_object_new_object();
+
+	ADD_I64(o, "max_contexts", l->max_ctx);
+	ADD_I64(o, "max_pds", l->max_pd);
+	ADD_I64(o, "max_mrs", l->max_mr);
+	ADD_I64(o, "max_cqs", l->max_cq);
+	ADD_I64(o, "max_qps", l->max_qp);
+	ADD_I64(o, "max_srqs", l->max_srq);
+	ADD_I64(o, "max_mem_bytes", l->max_mem_bytes);
+	ADD_I64(o, "max_qp_wr", l->max_qp_wr);
+	ADD_I64(o, "max_cqe", l->max_cqe);
+	ADD_I64(o, "max_srq_wr", l->max_srq_wr);
+	return o;
+}
+
+static json_object *qos_json(const struct urd_qos *q)
+{
+	json_object *o = json_object_new_object();
+
+	ADD_I64(o, "rate_bytes", q->rate_bytes);
+	ADD_I64(o, "burst_bytes", q->burst_bytes);
+	ADD_I64(o, "rate_ops", q->rate_ops);
+	ADD_I64(o, "burst_ops", q->burst_ops);
+	return o;
+}
+
+static const char *qp_state_name(uint32_t s)
+{
+	static const char *const n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+
+	return s < 7 ? n[s] : "UNKNOWN";
+}
+
+static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
+{
+	json_object *o = json_object_new_object();
 	char ip[INET_ADDRSTRLEN], gid[64];
 
 	inet_ntop(AF_INET, &vr->vip, ip, sizeof(ip));
@@ -44,15 +115,31 @@ static json_object *vrnic_json(const struct urd_vrnic *vr)
 	json_object_object_add(o, "cqs", json_object_new_int((int)vr->ncq));
 	json_object_object_add(o, "qps", json_object_new_int((int)vr->nqp));
 	json_object_object_add(o, "srqs", json_object_new_int((int)vr->nsrq));
-	json_object_object_add(o, "mem_bytes", json_object_new_int64((int64_t)vr->memwin.used));
-	json_object_object_add(c, "tx_bytes", json_object_new_int64((int64_t)vr->cnt.tx_bytes));
-	json_object_object_add(c, "tx_ops", json_object_new_int64((int64_t)vr->cnt.tx_ops));
-	json_object_object_add(c, "rx_bytes", json_object_new_int64((int64_t)vr->cnt.rx_bytes));
-	json_object_object_add(c, "rx_ops", json_object_new_int64((int64_t)vr->cnt.rx_ops));
-	json_object_object_add(c, "errors", json_object_new_int64((int64_t)vr->cnt.errors));
-	json_object_object_add(c, "rnr_naks", json_object_new_int64((int64_t)vr->cnt.rnr_naks));
-	json_object_object_add(c, "drops_other_tenant", json_object_new_int64((int64_t)vr->cnt.drops_other_tenant));
-	json_object_object_add(o, "counters", c);
+	ADD_I64(o, "mem_bytes", vr->memwin.used);
+	json_object_object_add(o, "limits", limits_json(&vr->lim));
+	json_object_object_add(o, "qos", qos_json(&vr->qos));
+	json_object_object_add(o, "counters", counters_json(&vr->cnt));
+	if (detail) {
+		json_object *arr = json_object_new_array();
+
+		for (uint32_t i = 0; i < URD_MAX_QP_SLOTS; i++) {
+			const struct urd_qp *qp = vr->qp_slots[i];
+			json_object *q;
+
+			if (!qp)
+				continue;
+			q = json_object_new_object();
+			ADD_I64(q, "qpn", qp->qpn);
+			json_object_object_add(q, "type", json_object_new_string(qp->type == IBV_QPT_RC ? "RC" : "UD"));
+			json_object_object_add(q, "state", json_object_new_string(qp_state_name(qp->state)));
+			ADD_I64(q, "context", qp->obj.ctx->id);
+			if (qp->type == IBV_QPT_RC)
+				ADD_I64(q, "dest_qpn", qp->attr.dest_qp_num);
+			json_object_object_add(q, "counters", counters_json(&qp->cnt));
+			json_object_array_add(arr, q);
+		}
+		json_object_object_add(o, "qp_list", arr);
+	}
 	return o;
 }
 
@@ -85,11 +172,87 @@ static const char *str_field(json_object *req, const char *key)
 	return json_object_get_string(v);
 }
 
+/* Reads an optional object of non-negative integers; unknown keys and bad
+ * values are errors (a typo must not silently leave a quota unset). */
+static int parse_u64s(json_object *req, const char *key, const char *const *names, uint64_t *vals,
+		      int n, char *err, size_t errlen)
+{
+	json_object *o;
+
+	if (!json_object_object_get_ex(req, key, &o))
+		return 0;
+	if (!json_object_is_type(o, json_type_object)) {
+		snprintf(err, errlen, "\"%s\" must be an object", key);
+		return -EINVAL;
+	}
+	json_object_object_foreach(o, k, v) {
+		int i;
+
+		for (i = 0; i < n; i++)
+			if (!strcmp(k, names[i]))
+				break;
+		if (i == n) {
+			snprintf(err, errlen, "unknown field \"%s\" in \"%s\"", k, key);
+			return -EINVAL;
+		}
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0) {
+			snprintf(err, errlen, "\"%s.%s\" must be a non-negative integer", key, k);
+			return -EINVAL;
+		}
+		vals[i] = (uint64_t)json_object_get_int64(v);
+	}
+	return 0;
+}
+
+/* Applies "limits" and "qos" of a create or set request to vr; all or nothing. */
+static int apply_settings(struct urd_vrnic *vr, json_object *req, char *err, size_t errlen)
+{
+	static const char *const lnames[] = { "max_contexts", "max_pds", "max_mrs", "max_cqs", "max_qps",
+					      "max_srqs", "max_mem_bytes", "max_qp_wr", "max_cqe", "max_srq_wr" };
+	static const char *const qnames[] = { "rate_bytes", "burst_bytes", "rate_ops", "burst_ops" };
+	struct urd_limits l = vr->lim;
+	uint64_t lv[10] = { l.max_ctx, l.max_pd, l.max_mr, l.max_cq, l.max_qp, l.max_srq,
+			    l.max_mem_bytes, l.max_qp_wr, l.max_cqe, l.max_srq_wr };
+	uint64_t qv[4] = { vr->qos.rate_bytes, vr->qos.burst_bytes, vr->qos.rate_ops, vr->qos.burst_ops };
+	json_object *tmp;
+	int ret;
+
+	ret = parse_u64s(req, "limits", lnames, lv, 10, err, errlen);
+	if (!ret)
+		ret = parse_u64s(req, "qos", qnames, qv, 4, err, errlen);
+	if (ret)
+		return ret;
+	for (int i = 0; i < 10; i++)
+		if (i != 6 && lv[i] > UINT32_MAX) {
+			snprintf(err, errlen, "limits.%s is too large", lnames[i]);
+			return -EINVAL;
+		}
+	l = (struct urd_limits){ (uint32_t)lv[0], (uint32_t)lv[1], (uint32_t)lv[2], (uint32_t)lv[3],
+				 (uint32_t)lv[4], (uint32_t)lv[5], lv[6], (uint32_t)lv[7], (uint32_t)lv[8],
+				 (uint32_t)lv[9] };
+	if (json_object_object_get_ex(req, "limits", &tmp) && vrnic_set_limits(vr, &l)) {
+		snprintf(err, errlen, "a limit is 0 or above what the device supports (see vrnic show)");
+		return -EINVAL;
+	}
+	if (json_object_object_get_ex(req, "qos", &tmp)) {
+		/* a burst given without its rate keeps the current rate */
+		json_object *q = tmp, *x;
+
+		if (!json_object_object_get_ex(q, "burst_bytes", &x) && json_object_object_get_ex(q, "rate_bytes", &x))
+			qv[1] = 0;      /* a new rate without a burst gets the default burst */
+		if (!json_object_object_get_ex(q, "burst_ops", &x) && json_object_object_get_ex(q, "rate_ops", &x))
+			qv[3] = 0;
+		vrnic_set_qos(vr, qv[0], qv[1], qv[2], qv[3]);
+	}
+	return 0;
+}
+
 /* Returns the answer; sets *shutdown for a stop request.  Big lock held. */
 static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdown)
 {
 	const char *cmd = str_field(req, "cmd");
 	json_object *ok = json_object_new_object();
+	char err[256];
 	struct urd_vrnic *vr;
 	int ret;
 
@@ -102,6 +265,7 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 		json_object_object_add(ok, "version", json_object_new_string(UNIRDMA_VERSION));
 		json_object_object_add(ok, "pid", json_object_new_int(getpid()));
 		json_object_object_add(ok, "engine", engine_json(d));
+		json_object_object_add(ok, "metrics_port", json_object_new_int(metrics_port()));
 		return ok;
 	}
 	if (!strcmp(cmd, "shutdown")) {
@@ -113,7 +277,7 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 
 		for (int i = 0; i < URD_MAX_VRNICS; i++)
 			if (d->vrnics[i])
-				json_object_array_add(arr, vrnic_json(d->vrnics[i]));
+				json_object_array_add(arr, vrnic_json(d->vrnics[i], false));
 		json_object_object_add(ok, "vrnics", arr);
 		return ok;
 	}
@@ -125,14 +289,52 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 			json_object_put(ok);
 			return error_json(EINVAL, "vrnic.create needs \"name\", \"tenant\" and \"ip\" (A.B.C.D/P)");
 		}
+		if (json_object_object_get_ex(req, "limits", NULL) || json_object_object_get_ex(req, "qos", NULL)) {
+			/* validate before creating anything */
+			struct urd_vrnic probe;
+
+			memset(&probe, 0, sizeof(probe));
+			vrnic_default_limits(&probe.lim);
+			probe.memwin.size = probe.lim.max_mem_bytes;
+			probe.hdr = calloc(1, sizeof(*probe.hdr));
+			if (!probe.hdr) {
+				json_object_put(ok);
+				return error_json(ENOMEM, NULL);
+			}
+			ret = apply_settings(&probe, req, err, sizeof(err));
+			free(probe.hdr);
+			if (ret) {
+				json_object_put(ok);
+				return error_json(-ret, err);
+			}
+		}
 		ret = vrnic_create(d, name, tenant, ip, &vr);
+		if (!ret)
+			ret = apply_settings(vr, req, err, sizeof(err));   /* validated above */
 		if (ret) {
 			json_object_put(ok);
 			return error_json(-ret, ret == -EINVAL ? "invalid name, tenant (1-32 of [A-Za-z0-9_-]) or ip (A.B.C.D/P)" :
 					  ret == -EEXIST ? "a vRNIC with this name exists" :
 					  ret == -EADDRINUSE ? "this ip is already used in the tenant" : NULL);
 		}
-		json_object_object_add(ok, "vrnic", vrnic_json(vr));
+		json_object_object_add(ok, "vrnic", vrnic_json(vr, true));
+		return ok;
+	}
+	if (!strcmp(cmd, "vrnic.set")) {
+		const char *name = str_field(req, "name");
+
+		vr = name ? vrnic_find(d, name) : NULL;
+		if (!vr) {
+			json_object_put(ok);
+			return error_json(ENOENT, name ? "no such vRNIC" : "missing \"name\"");
+		}
+		ret = apply_settings(vr, req, err, sizeof(err));
+		if (ret) {
+			json_object_put(ok);
+			return error_json(-ret, err);
+		}
+		log_info("vrnic %s: settings changed", vr->name);
+		json_object_object_add(ok, "vrnic", vrnic_json(vr, false));
 		return ok;
 	}
 	if (!strcmp(cmd, "vrnic.show") || !strcmp(cmd, "vrnic.delete")) {
@@ -144,7 +346,7 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 			return error_json(ENOENT, name ? "no such vRNIC" : "missing \"name\"");
 		}
 		if (!strcmp(cmd, "vrnic.show")) {
-			json_object_object_add(ok, "vrnic", vrnic_json(vr));
+			json_object_object_add(ok, "vrnic", vrnic_json(vr, true));
 		} else {
 			vrnic_delete(d, name);
 		}
@@ -152,6 +354,43 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 	}
 	json_object_put(ok);
 	return error_json(EOPNOTSUPP, "unknown command");
+}
+
+/* root, or a member (primary or supplementary group) of --admin-group.  The
+ * supplementary groups come from /proc/PID/status of the peer at connect. */
+static bool may_manage(const struct urd_daemon *d, const struct ucred *cred)
+{
+	char path[64], line[512];
+	bool ok = false;
+	FILE *f;
+
+	if (cred->uid == 0)
+		return true;
+	if (!d->admin_gid_set)
+		return false;
+	if (cred->gid == d->admin_gid)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)cred->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 7, *end;
+
+		if (strncmp(line, "Groups:", 7))
+			continue;
+		for (;;) {
+			unsigned long g = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (g == d->admin_gid)
+				ok = true;
+			p = end;
+		}
+	}
+	fclose(f);
+	return ok;
 }
 
 static void serve(struct urd_daemon *d, int fd)
@@ -165,8 +404,9 @@ static void serve(struct urd_daemon *d, int fd)
 	size_t n = 0;
 	const char *out;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) || cred.uid != 0) {
-		ans = error_json(EPERM, "only root may manage unirdma");
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) || !may_manage(d, &cred)) {
+		ans = error_json(EPERM, d->admin_gid_set ? "only root and the admin group may manage unirdma"
+							 : "only root may manage unirdma");
 		goto answer;
 	}
 	/* one line, at most ADMIN_MAX_REQ bytes, within 2 s */
@@ -236,6 +476,10 @@ int admin_start(struct urd_daemon *d)
 		close(listen_fd);
 		return ret;
 	}
+	if (d->admin_gid_set && (chown(sa.sun_path, 0, d->admin_gid) || chmod(sa.sun_path, 0660)))
+		log_warn("cannot give %s to the admin group: %s", sa.sun_path, strerror(errno));
+	else if (!d->admin_gid_set)
+		chmod(sa.sun_path, 0600);
 	admin_d = d;
 	ret = pthread_create(&admin_thread, NULL, admin_main, d);
 	return -ret;

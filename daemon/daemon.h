@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "compiler.h"
 #include "unirdma/abi.h"
@@ -37,9 +38,37 @@ struct urd_alloc {
 	uint64_t base, size, used;
 };
 
+/* Traffic counters, per vRNIC and per QP.  tx_* count requests this side
+ * initiated (by send opcode), rx_* requests it served as the responder. */
 struct urd_counters {
-	uint64_t tx_bytes, tx_ops, rx_bytes, rx_ops;
-	uint64_t errors, rnr_naks, drops_other_tenant;
+	uint64_t tx_bytes, tx_ops, rx_bytes, rx_ops;            /* totals */
+	uint64_t tx_op_bytes[URD_WR_NUM_OPCODES], tx_op_ops[URD_WR_NUM_OPCODES];
+	uint64_t rx_op_bytes[URD_WR_NUM_OPCODES], rx_op_ops[URD_WR_NUM_OPCODES];
+	uint64_t errors;                /* WQEs completed in error (not flushes) */
+	uint64_t rnr_naks;              /* receive-not-ready answers given */
+	uint64_t retries;               /* transport retries (peer silent) */
+	uint64_t drops_other_tenant;    /* traffic to another tenant, dropped */
+	uint64_t qos_delays;            /* times a WQE waited for the rate limiter */
+	uint64_t qos_delay_ns;          /* time it waited, in total */
+};
+
+/* Per-vRNIC quotas, set at creation and changeable at run time.  A request
+ * over a quota fails with the errno the verbs man pages allow (ENOMEM for
+ * objects and memory, EINVAL for ring sizes, EDQUOT for contexts) and
+ * changes nothing.  Lowering a quota below current use keeps what exists. */
+struct urd_limits {
+	uint32_t max_ctx, max_pd, max_mr, max_cq, max_qp, max_srq;
+	uint64_t max_mem_bytes;         /* bytes of the memory window (registered pages) */
+	uint32_t max_qp_wr, max_cqe, max_srq_wr;
+};
+
+/* Rate limits enforced by the engine before it starts a WQE: token buckets
+ * in bytes/s and operations/s, each with a burst; 0 = unlimited. */
+struct urd_qos {
+	uint64_t rate_bytes, burst_bytes;
+	uint64_t rate_ops, burst_ops;
+	double tok_bytes, tok_ops;      /* may go negative: a big WQE borrows */
+	uint64_t last_ns;
 };
 
 enum urd_obj_type { OBJ_NONE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_SRQ, OBJ_QP };
@@ -107,7 +136,7 @@ struct urd_srq {
 	uint32_t max_wr, max_sge, limit;
 };
 
-enum urd_qp_wait { QP_WAIT_NONE = 0, QP_WAIT_RNR, QP_WAIT_RETRY };
+enum urd_qp_wait { QP_WAIT_NONE = 0, QP_WAIT_RNR, QP_WAIT_RETRY, QP_WAIT_QOS };
 
 struct urd_qp {
 	struct urd_obj obj;
@@ -173,6 +202,8 @@ struct urd_vrnic {
 	struct urd_qp *qp_slots[URD_MAX_QP_SLOTS];
 	struct urd_mr *lkeys[URD_KEY_BUCKETS], *rkeys[URD_KEY_BUCKETS];
 	struct urd_counters cnt;
+	struct urd_limits lim;
+	struct urd_qos qos;
 	uint32_t nctx, npd, nmr, ncq, nqp, nsrq;
 	pthread_t ctrl_thread;
 	bool stop;
@@ -197,6 +228,8 @@ struct urd_daemon {
 	uint32_t engine_kick;           /* private futex word: control plane wakes the engine */
 	uint64_t copied_bytes;          /* every byte the engine moved (payload, GRH, atomic results) */
 	uint64_t engine_passes, engine_sleeps;
+	gid_t admin_gid;                /* --admin-group: may manage besides root */
+	bool admin_gid_set;
 };
 
 extern struct urd_daemon *urd_d;
@@ -205,6 +238,10 @@ extern struct urd_daemon *urd_d;
 extern bool urd_vrnic_threads;
 int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
 		 const char *ip_prefix, struct urd_vrnic **out);
+void vrnic_default_limits(struct urd_limits *l);
+int vrnic_set_limits(struct urd_vrnic *vr, const struct urd_limits *l);
+int vrnic_set_qos(struct urd_vrnic *vr, uint64_t rate_bytes, uint64_t burst_bytes,
+		  uint64_t rate_ops, uint64_t burst_ops);
 int vrnic_delete(struct urd_daemon *d, const char *name);
 struct urd_vrnic *vrnic_find(struct urd_daemon *d, const char *name);
 void vrnic_destroy_all(struct urd_daemon *d);
@@ -239,6 +276,15 @@ void admin_stop(void);
 void guard_install(void);
 void guard_add(void *addr, uint64_t len);
 void guard_remove(void *addr);
+
+/* metrics.c: Prometheus text endpoint */
+int metrics_start(struct urd_daemon *d, const char *listen_addr);
+void metrics_stop(void);
+int metrics_port(void);
+char *metrics_render(struct urd_daemon *d);      /* big lock held; malloc'd */
+
+/* engine/qos.c */
+bool qos_admit(struct urd_vrnic *vr, uint64_t bytes, uint64_t now, uint64_t *until);
 
 /* engine/engine.c */
 int engine_start(struct urd_daemon *d);

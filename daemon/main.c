@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <grp.h>
 
 #include "daemon.h"
 #include "log.h"
@@ -24,12 +25,16 @@ struct urd_daemon *urd_d;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: unirdmad [--state-dir DIR] [--foreground] [--debug]\n"
+		"usage: unirdmad [--state-dir DIR] [--foreground] [--metrics ADDR:PORT|off]\n"
+		"                [--admin-group GROUP] [--debug]\n"
 		"\n"
 		"The unirdma host daemon: virtual RDMA NICs for containers and VMs.\n"
 		"  --state-dir DIR  where the admin socket and the vRNIC region files live\n"
 		"                   (default /run/unirdma; use a tmpfs)\n"
 		"  --foreground     do not detach; log to stderr\n"
+		"  --metrics A:P    Prometheus metrics at http://A:P/metrics\n"
+		"                   (default 127.0.0.1:9464; port 0 picks a free one; off)\n"
+		"  --admin-group G  members of group G may manage too (default: root only)\n"
 		"  --debug          verbose logging\n"
 		"Manage it with unirdma(8).  SIGTERM or SIGINT stop it cleanly.\n");
 }
@@ -78,10 +83,13 @@ int main(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "admin-group", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *state = "/run/unirdma";
+	const char *metrics = "127.0.0.1:9464", *admin_group = NULL;
 	bool foreground = false, mounted_tmpfs;
 	struct urd_daemon *d;
 	char path[512];
@@ -93,6 +101,8 @@ int main(int argc, char **argv)
 		case 's': state = optarg; break;
 		case 'f': foreground = true; break;
 		case 'd': urd_log_level = URD_LOG_DEBUG; break;
+		case 'm': metrics = optarg; break;
+		case 'g': admin_group = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -161,11 +171,30 @@ int main(int argc, char **argv)
 		log_err("cannot start the engine: %s", strerror(-ret));
 		return 1;
 	}
+	if (admin_group) {
+		struct group *g = getgrnam(admin_group);
+
+		if (!g) {
+			log_err("no group named %s", admin_group);
+			engine_stop(d);
+			return 1;
+		}
+		d->admin_gid = g->gr_gid;
+		d->admin_gid_set = true;
+	}
 	ret = admin_start(d);
 	if (ret) {
 		log_err("cannot open the admin socket in %s: %s", state, strerror(-ret));
 		engine_stop(d);
 		return 1;
+	}
+	if (strcmp(metrics, "off")) {
+		ret = metrics_start(d, metrics);
+		if (ret)
+			log_warn("metrics endpoint %s not started: %s", metrics,
+				 ret == -EINVAL ? "expected A.B.C.D:PORT" : "address in use or not available");
+		else
+			log_info("metrics at http://%s:%d/metrics", metrics[0] == ':' ? "" : metrics, metrics_port());
 	}
 	log_info("unirdmad %s serving %s (pid %d)", UNIRDMA_VERSION, state, getpid());
 
@@ -177,6 +206,7 @@ int main(int argc, char **argv)
 	}
 	log_info("stopping on signal %d", sig);
 	admin_stop();
+	metrics_stop();
 	pthread_mutex_lock(&d->lock);
 	vrnic_destroy_all(d);
 	pthread_mutex_unlock(&d->lock);

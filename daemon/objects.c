@@ -198,9 +198,12 @@ struct handler_args {
 static int op_alloc_pd(struct handler_args *a, const void *req URD_UNUSED, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
 {
 	RESP(urd_handle_resp);
-	struct urd_pd *pd = calloc(1, sizeof(*pd));
+	struct urd_pd *pd;
 	int ret;
 
+	if (a->vr->npd >= a->vr->lim.max_pd)
+		return -ENOMEM;         /* quota */
+	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return -ENOMEM;
 	ret = handle_new(a->ctx, &pd->obj, OBJ_PD);
@@ -275,6 +278,8 @@ static int op_mem_alloc(struct handler_args *a, const void *req, uint32_t len UR
 
 	if (!r->len || r->len % URD_PAGE_SIZE || r->len > vr->memwin.size)
 		return -EINVAL;
+	if (vr->memwin.used + r->len > vr->lim.max_mem_bytes)
+		return -ENOMEM;         /* registered-bytes quota */
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
@@ -341,6 +346,8 @@ static int op_reg_mr(struct handler_args *a, const void *req, uint32_t len, void
 		return -EINVAL;         /* man ibv_reg_mr */
 	if (!r->length || r->length > vr->hdr->dev.max_mr_size || r->iova + r->length < r->iova)
 		return -EINVAL;
+	if (vr->nmr >= vr->lim.max_mr)
+		return -ENOMEM;         /* quota */
 	if (!r->nsegs || r->nsegs > URD_MR_MAX_SEGS ||
 	    len < sizeof(*r) + (uint64_t)r->nsegs * sizeof(r->segs[0]))
 		return -EINVAL;
@@ -443,8 +450,10 @@ static int op_create_cq(struct handler_args *a, const void *req, uint32_t len UR
 	struct urd_cq *cq;
 	int ret;
 
-	if (!r->cqe || r->cqe > a->vr->hdr->dev.max_cqe)
+	if (!r->cqe || r->cqe > a->vr->lim.max_cqe)
 		return -EINVAL;
+	if (a->vr->ncq >= a->vr->lim.max_cq)
+		return -ENOMEM;         /* quota */
 	if (r->comp_vector >= 1)
 		return -EINVAL;
 	cq = calloc(1, sizeof(*cq));
@@ -520,9 +529,11 @@ static int op_create_srq(struct handler_args *a, const void *req, uint32_t len U
 	uint32_t n;
 	int ret;
 
-	if (!pd || !r->max_wr || r->max_wr > URD_MAX_WR || r->max_sge > URD_MAX_SGE ||
+	if (!pd || !r->max_wr || r->max_wr > a->vr->lim.max_srq_wr || r->max_sge > URD_MAX_SGE ||
 	    r->srq_limit > r->max_wr)
 		return -EINVAL;
+	if (a->vr->nsrq >= a->vr->lim.max_srq)
+		return -ENOMEM;         /* quota */
 	(void)dev;
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
@@ -626,10 +637,12 @@ static int op_create_qp(struct handler_args *a, const void *req, uint32_t len UR
 		return -EINVAL;
 	if (r->srq && !(srq = obj_get(a->ctx, r->srq, OBJ_SRQ)))
 		return -EINVAL;
-	if (cap.max_send_wr > URD_MAX_WR || cap.max_send_sge > URD_MAX_SGE ||
+	if (cap.max_send_wr > vr->lim.max_qp_wr || cap.max_send_sge > URD_MAX_SGE ||
 	    cap.max_inline_data > URD_MAX_INLINE ||
-	    (!srq && (cap.max_recv_wr > URD_MAX_WR || cap.max_recv_sge > URD_MAX_SGE)))
+	    (!srq && (cap.max_recv_wr > vr->lim.max_qp_wr || cap.max_recv_sge > URD_MAX_SGE)))
 		return -EINVAL;
+	if (vr->nqp >= vr->lim.max_qp)
+		return -ENOMEM;         /* quota */
 	for (uint32_t i = 0; i < URD_MAX_QP_SLOTS; i++)
 		if (!vr->qp_slots[i]) {
 			db = i;
@@ -946,6 +959,8 @@ static int op_open_ctx(struct handler_args *a, const void *req URD_UNUSED, uint3
 
 	if (vr->deleting)
 		return -ENODEV;
+	if (!vr->ctx[a->slot] && vr->nctx >= vr->lim.max_ctx)
+		return -EDQUOT;         /* contexts quota */
 	if (vr->ctx[a->slot])   /* the lock was free, so its previous owner is gone */
 		ctx_destroy(vr->ctx[a->slot]);
 	ctx = calloc(1, sizeof(*ctx));

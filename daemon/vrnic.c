@@ -168,6 +168,72 @@ struct urd_vrnic *vrnic_find(struct urd_daemon *d, const char *name)
 	return NULL;
 }
 
+/* ---------------------------------------------------------------- limits */
+
+void vrnic_default_limits(struct urd_limits *l)
+{
+	l->max_ctx = URD_MAX_CTX;
+	l->max_pd = 65536;
+	l->max_mr = 65536;
+	l->max_cq = 16384;
+	l->max_qp = URD_MAX_QP_SLOTS;
+	l->max_srq = 4096;
+	l->max_mem_bytes = URD_MEMWIN_DEFAULT;
+	l->max_qp_wr = URD_MAX_WR;
+	l->max_cqe = URD_MAX_CQE;
+	l->max_srq_wr = URD_MAX_WR;
+}
+
+/* Validate and apply; the advertised device attributes follow the quotas so
+ * that well-behaved programs size themselves within them. */
+int vrnic_set_limits(struct urd_vrnic *vr, const struct urd_limits *l)
+{
+	struct urd_limits hard;
+	struct urd_dev_attr *dev = &vr->hdr->dev;
+
+	vrnic_default_limits(&hard);
+	hard.max_mem_bytes = vr->memwin.size;
+	if (!l->max_ctx || l->max_ctx > hard.max_ctx || !l->max_pd || l->max_pd > hard.max_pd ||
+	    !l->max_mr || l->max_mr > hard.max_mr || !l->max_cq || l->max_cq > hard.max_cq ||
+	    !l->max_qp || l->max_qp > hard.max_qp || l->max_srq > hard.max_srq ||
+	    !l->max_mem_bytes || l->max_mem_bytes > hard.max_mem_bytes ||
+	    !l->max_qp_wr || l->max_qp_wr > hard.max_qp_wr || !l->max_cqe || l->max_cqe > hard.max_cqe ||
+	    !l->max_srq_wr || l->max_srq_wr > hard.max_srq_wr)
+		return -EINVAL;
+	vr->lim = *l;
+	dev->max_qp = l->max_qp;
+	dev->max_cq = l->max_cq;
+	dev->max_mr = l->max_mr;
+	dev->max_pd = l->max_pd;
+	dev->max_srq = l->max_srq;
+	dev->max_qp_wr = l->max_qp_wr;
+	dev->max_cqe = l->max_cqe;
+	dev->max_srq_wr = l->max_srq_wr;
+	dev->max_mr_size = l->max_mem_bytes;
+	return 0;
+}
+
+int vrnic_set_qos(struct urd_vrnic *vr, uint64_t rate_bytes, uint64_t burst_bytes,
+		  uint64_t rate_ops, uint64_t burst_ops)
+{
+	struct urd_qos *q = &vr->qos;
+
+	/* a burst smaller than one large message still works (it borrows);
+	 * default bursts: 10 ms worth, at least 64 KiB / 16 ops */
+	if (rate_bytes && !burst_bytes)
+		burst_bytes = rate_bytes / 100 > 65536 ? rate_bytes / 100 : 65536;
+	if (rate_ops && !burst_ops)
+		burst_ops = rate_ops / 100 > 16 ? rate_ops / 100 : 16;
+	q->rate_bytes = rate_bytes;
+	q->burst_bytes = rate_bytes ? burst_bytes : 0;
+	q->rate_ops = rate_ops;
+	q->burst_ops = rate_ops ? burst_ops : 0;
+	q->tok_bytes = (double)q->burst_bytes;
+	q->tok_ops = (double)q->burst_ops;
+	q->last_ns = 0;
+	return 0;
+}
+
 /* ------------------------------------------------------------- the region */
 
 static void init_header(struct urd_vrnic *vr, uint64_t file_size)
@@ -327,6 +393,8 @@ int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
 	if (ret)
 		goto err_arena;
 	init_header(vr, size);
+	vrnic_default_limits(&vr->lim);
+	vr->lim.max_mem_bytes = vr->memwin.size;
 	d->vrnics[slot] = vr;
 	ret = urd_vrnic_threads ? pthread_create(&vr->ctrl_thread, NULL, ctrl_thread_main, vr) : 0;
 	if (ret) {

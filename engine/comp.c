@@ -111,8 +111,7 @@ void comp_recv_flush(struct urd_qp *qp)
  * of the queue is flushed by the requester on its next pass. */
 void comp_fatal(struct urd_qp *qp, enum ibv_wc_status st)
 {
-	qp->vr->cnt.errors++;
-	qp->cnt.errors++;
+	CNT_BOTH(qp, errors, 1);
 	qp_to_error(qp, false);
 	(void)st;
 }

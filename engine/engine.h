@@ -97,6 +97,25 @@ void comp_fatal(struct urd_qp *qp, enum ibv_wc_status st);
 /* req.c */
 bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget);
 
+/* Counters: every event counts on the QP and on its vRNIC. */
+#define CNT_BOTH(qp, field, n) do { (qp)->cnt.field += (n); (qp)->vr->cnt.field += (n); } while (0)
+
+static inline void count_tx(struct urd_qp *qp, uint32_t op, uint64_t len)
+{
+	CNT_BOTH(qp, tx_ops, 1);
+	CNT_BOTH(qp, tx_bytes, len);
+	CNT_BOTH(qp, tx_op_ops[op], 1);
+	CNT_BOTH(qp, tx_op_bytes[op], len);
+}
+
+static inline void count_rx(struct urd_qp *qp, uint32_t op, uint64_t len)
+{
+	CNT_BOTH(qp, rx_ops, 1);
+	CNT_BOTH(qp, rx_bytes, len);
+	CNT_BOTH(qp, rx_op_ops[op], 1);
+	CNT_BOTH(qp, rx_op_bytes[op], len);
+}
+
 /* engine.c */
 void engine_wait(struct urd_qp *qp, enum urd_qp_wait why, uint64_t until_ns);
 

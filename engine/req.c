@@ -101,6 +101,18 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 	    (qp->type == IBV_QPT_UD && len > UD_MTU))
 		return fail(qp, w, IBV_WC_LOC_LEN_ERR);
 
+	/* The rate limiter decides when work runs: a tenant cannot bypass it. */
+	if ((qp->vr->qos.rate_bytes || qp->vr->qos.rate_ops) &&
+	    !(qp->retry_armed && qp->retry_head == qp->sq.head)) {   /* retries were admitted */
+		uint64_t until;
+
+		if (!qos_admit(qp->vr, len, now, &until)) {
+			CNT_BOTH(qp, qos_delays, 1);
+			CNT_BOTH(qp, qos_delay_ns, until - now);
+			engine_wait(qp, QP_WAIT_QOS, until);
+			return EXEC_WAIT;
+		}
+	}
 	dst = qp->type == IBV_QPT_RC ? route_rc(qp) : route_ud(qp, w);
 	memset(&pkt, 0, sizeof(pkt));
 	pkt.src = qp;
@@ -127,10 +139,7 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 			sg_copy(local, n, &r, 1, 8);
 		}
 		qp->retry_armed = false;
-		qp->vr->cnt.tx_ops++;
-		qp->vr->cnt.tx_bytes += len;
-		qp->cnt.tx_ops++;
-		qp->cnt.tx_bytes += len;
+		count_tx(qp, w->opcode, len);
 		sq_advance(&qp->sq);
 		comp_send(qp, w, IBV_WC_SUCCESS);
 		return EXEC_DONE;
@@ -142,6 +151,7 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 		return fail(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
 	case RESP_SILENT:
 		if (qp->retry_left-- > 0) {
+			CNT_BOTH(qp, retries, 1);
 			engine_wait(qp, QP_WAIT_RETRY, now + transport_delay_ns(qp->attr.timeout));
 			return EXEC_WAIT;
 		}

@@ -126,8 +126,7 @@ static int recv_sges(struct urd_qp *qp, const struct urd_recv_wqe *rw, uint32_t 
 static enum resp_result class_c_error(struct urd_qp *qp, enum resp_result r)
 {
 	if (qp->type == IBV_QPT_RC && qp->state != IBV_QPS_ERR) {
-		qp->vr->cnt.errors++;
-		qp->cnt.errors++;
+		CNT_BOTH(qp, errors, 1);
 		qp_to_error(qp, false);
 		if (r == RESP_NAK_ACCESS)
 			ctx_post_async(qp->obj.ctx, IBV_EVENT_QP_ACCESS_ERR, URD_OBJ_QP, qp->obj.handle);
@@ -152,8 +151,7 @@ static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const str
 		return class_c_error(qp, RESP_NAK_OP);
 	rw = recv_peek(qp, wbuf, &max_sge);
 	if (!rw) {
-		qp->vr->cnt.rnr_naks++;
-		qp->cnt.rnr_naks++;
+		CNT_BOTH(qp, rnr_naks, 1);
 		return ud ? RESP_ACK : RESP_RNR;        /* UD: the datagram is dropped */
 	}
 	n = recv_sges(qp, rw, max_sge, sg, &room);
@@ -257,10 +255,7 @@ enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
 		res = do_recv(qp, pkt, NULL);
 	}
 	if (res == RESP_ACK) {
-		qp->vr->cnt.rx_ops++;
-		qp->vr->cnt.rx_bytes += pkt->len;
-		qp->cnt.rx_ops++;
-		qp->cnt.rx_bytes += pkt->len;
+		count_rx(qp, w->opcode, pkt->len);
 	}
 	return res;
 }

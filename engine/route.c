@@ -30,8 +30,7 @@ static struct urd_qp *route(struct urd_qp *src, uint32_t dqpn, bool is_global, c
 	struct urd_qp *dst = qpn_lookup(d, dqpn);
 
 	if (dst && strcmp(dst->vr->tenant, src->vr->tenant)) {
-		src->vr->cnt.drops_other_tenant++;
-		src->cnt.drops_other_tenant++;
+		CNT_BOTH(src, drops_other_tenant, 1);
 		return NULL;
 	}
 	if (is_global && (!dst || vrnic_by_gid(d, src->vr->tenant, dgid) != dst->vr))

@@ -7,6 +7,7 @@ set -euo pipefail
 pkgs=(
 	build-essential clang pkg-config # compilers, make
 	libibverbs-dev libjson-c-dev     # verbs headers (ABI we implement), JSON for the admin protocol
+	libmicrohttpd-dev                # the daemon's Prometheus metrics endpoint
 	ibverbs-utils perftest qperf     # unmodified verbs programs the tests and the demo run
 	iproute2 util-linux procps       # ip, unshare/nsenter, ps: containers and their network
 	strace valgrind python3          # test tooling
