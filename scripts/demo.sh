@@ -79,8 +79,9 @@ step "ib_write_bw: RDMA WRITE bandwidth from $VR_B's container into $VR_A's"
 run_pair "ib_write_bw -F" "ib_write_bw -F $IP_A" || fail "ib_write_bw"
 BW=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 4 { print }' "$PAIR_CLIENT_OUT" | tail -n 1)
 
-step "the vRNICs afterwards (the programs' objects are gone again)"
+step "the vRNICs afterwards: the programs' objects are released, the traffic is counted"
 run "$UNIRDMA" vrnic list
+run "$UNIRDMA" vrnic show "$VR_B"
 
 step "summary"
 echo "ibv_rc_pingpong ($VR_B -> $VR_A): $PP"
