@@ -16,7 +16,8 @@ static const char *const counters[] = { "contexts", "pds", "mrs", "cqs", "qps", 
 
 static bool is_known_key(const char *key)
 {
-	static const char *const known[] = { "name", "tenant", "ip", "prefix", "gid", "dir" };
+	static const char *const known[] = { "name", "tenant", "ip", "prefix", "gid", "dir", "limits",
+					     "qos", "counters", "qp_list", "mem_bytes" };
 
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (!strcmp(key, known[i]))
@@ -25,6 +26,59 @@ static bool is_known_key(const char *key)
 		if (!strcmp(key, counters[i]))
 			return true;
 	return false;
+}
+
+static struct json_object *jobj(struct json_object *v, const char *key)
+{
+	struct json_object *o;
+
+	return json_object_object_get_ex(v, key, &o) && json_object_is_type(o, json_type_object) ? o : NULL;
+}
+
+/* One "key value, key value" line of an object's integer members. */
+static void print_members(const char *label, struct json_object *o)
+{
+	bool first = true;
+
+	if (!o)
+		return;
+	printf("%-9s", label);
+	json_object_object_foreach(o, k, val) {
+		if (json_object_is_type(val, json_type_object))
+			continue;
+		printf("%s %s %s", first ? "" : ",", k, json_object_get_string(val));
+		first = false;
+	}
+	printf("\n");
+}
+
+static void print_details(struct json_object *v)
+{
+	struct json_object *c = jobj(v, "counters"), *by = c ? jobj(c, "by_opcode") : NULL, *arr;
+
+	printf("memory:   %lld bytes registered\n", jint(v, "mem_bytes"));
+	print_members("limits:", jobj(v, "limits"));
+	print_members("qos:", jobj(v, "qos"));
+	print_members("counters:", c);
+	if (by) {
+		printf("by opcode:           tx ops       tx bytes     rx ops       rx bytes\n");
+		json_object_object_foreach(by, op, e)
+			if (jint(e, "tx_ops") || jint(e, "rx_ops"))
+				printf("  %-18s %10lld %14lld %10lld %14lld\n", op, jint(e, "tx_ops"),
+				       jint(e, "tx_bytes"), jint(e, "rx_ops"), jint(e, "rx_bytes"));
+	}
+	if (json_object_object_get_ex(v, "qp_list", &arr) && json_object_is_type(arr, json_type_array) &&
+	    json_object_array_length(arr)) {
+		printf("QPs:        QPN  TYPE  STATE  CTX   DEST      tx bytes       rx bytes  errors\n");
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			struct json_object *q = json_object_array_get_idx(arr, i), *qc = jobj(q, "counters");
+
+			printf("  %#10llx  %-4s  %-5s  %3lld  %#8llx %14lld %14lld %7lld\n",
+			       jint(q, "qpn"), jstr(q, "type"), jstr(q, "state"), jint(q, "context"),
+			       jint(q, "dest_qpn"), qc ? jint(qc, "tx_bytes") : 0, qc ? jint(qc, "rx_bytes") : 0,
+			       qc ? jint(qc, "errors") : 0);
+		}
+	}
 }
 
 static void print_vrnic(struct json_object *v)
@@ -37,8 +91,8 @@ static void print_vrnic(struct json_object *v)
 	printf("objects: ");
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		printf(" %s %lld%s", counters[i], jint(v, counters[i]), i + 1 < NCOUNTERS ? "," : "\n");
-	/* Further fields (counters, ...) are shown as they come; an object's
-	 * members on one line. */
+	print_details(v);
+	/* Further fields are shown as they come; an object's members on one line. */
 	json_object_object_foreach(v, key, val) {
 		char label[64];
 
@@ -107,9 +161,112 @@ static bool valid_cidr(const char *s)
 	return *end == '\0' && slash[1] >= '0' && slash[1] <= '9' && p >= 0 && p <= 32;
 }
 
+/* Quota and rate options of create and set: option value -> (object, key). */
+enum { OPT_SETTING = 0x2000 };
+static const struct setting {
+	const char *opt, *obj, *key;
+	bool bytes;                     /* accepts K, M, G, T suffixes (powers of 1024) */
+} settings[] = {
+	{ "max-contexts", "limits", "max_contexts", false },
+	{ "max-pds", "limits", "max_pds", false },
+	{ "max-mrs", "limits", "max_mrs", false },
+	{ "max-cqs", "limits", "max_cqs", false },
+	{ "max-qps", "limits", "max_qps", false },
+	{ "max-srqs", "limits", "max_srqs", false },
+	{ "max-mem", "limits", "max_mem_bytes", true },
+	{ "max-qp-wr", "limits", "max_qp_wr", false },
+	{ "max-cqe", "limits", "max_cqe", false },
+	{ "max-srq-wr", "limits", "max_srq_wr", false },
+	{ "rate", "qos", "rate_bytes", true },
+	{ "burst", "qos", "burst_bytes", true },
+	{ "ops-rate", "qos", "rate_ops", false },
+	{ "ops-burst", "qos", "burst_ops", false },
+};
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+#define SETTINGS_LONGOPTS \
+	{ "max-contexts", required_argument, NULL, OPT_SETTING + 0 }, \
+	{ "max-pds", required_argument, NULL, OPT_SETTING + 1 }, \
+	{ "max-mrs", required_argument, NULL, OPT_SETTING + 2 }, \
+	{ "max-cqs", required_argument, NULL, OPT_SETTING + 3 }, \
+	{ "max-qps", required_argument, NULL, OPT_SETTING + 4 }, \
+	{ "max-srqs", required_argument, NULL, OPT_SETTING + 5 }, \
+	{ "max-mem", required_argument, NULL, OPT_SETTING + 6 }, \
+	{ "max-qp-wr", required_argument, NULL, OPT_SETTING + 7 }, \
+	{ "max-cqe", required_argument, NULL, OPT_SETTING + 8 }, \
+	{ "max-srq-wr", required_argument, NULL, OPT_SETTING + 9 }, \
+	{ "rate", required_argument, NULL, OPT_SETTING + 10 }, \
+	{ "burst", required_argument, NULL, OPT_SETTING + 11 }, \
+	{ "ops-rate", required_argument, NULL, OPT_SETTING + 12 }, \
+	{ "ops-burst", required_argument, NULL, OPT_SETTING + 13 }
+
+#define SETTINGS_HELP \
+	"Quotas (a verbs call over a quota fails with ENOMEM, or EINVAL for ring\n" \
+	"sizes, EDQUOT for contexts, and changes nothing):\n" \
+	"  --max-contexts N --max-pds N --max-mrs N --max-cqs N --max-qps N\n" \
+	"  --max-srqs N --max-qp-wr N --max-cqe N --max-srq-wr N\n" \
+	"  --max-mem BYTES       registered memory (K, M, G suffixes)\n" \
+	"Rate limits, enforced by the engine (0: unlimited):\n" \
+	"  --rate BYTES          bytes per second (K, M, G suffixes)\n" \
+	"  --burst BYTES         bucket size (default 10 ms of --rate)\n" \
+	"  --ops-rate N          work requests per second\n" \
+	"  --ops-burst N         bucket size (default 10 ms of --ops-rate)\n"
+
+/* Parses a non-negative integer, with K/M/G/T (x1024) suffixes if bytes. */
+static bool parse_amount(const char *s, bool bytes, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	v = strtoll(s, &end, 10);
+	if (bytes && *end) {
+		static const char suf[] = "KMGT";
+		const char *p = strchr(suf, end[0] & ~0x20);
+
+		if (!p || (end[1] && !(end[1] == 'i' && end[2] == 'B' && !end[3]) &&
+			   !((end[1] == 'B' || end[1] == 'b') && !end[2])))
+			return false;
+		for (long i = 0; i <= p - suf; i++) {
+			if (v > (1LL << 52))
+				return false;
+			v *= 1024;
+		}
+		end = (char *)"";
+	}
+	if (*end || v < 0)
+		return false;
+	*out = v;
+	return true;
+}
+
 struct create_opts {
 	const char *tenant, *ip;
+	struct json_object *objs[2];    /* limits, qos; NULL until an option sets one */
+	const char *bad;                /* the option whose value did not parse */
 };
+
+static int setting_opt(struct create_opts *o, int opt, const char *arg)
+{
+	const struct setting *st;
+	long long v;
+	int k;
+
+	if (opt < OPT_SETTING || opt >= OPT_SETTING + (int)NSETTINGS)
+		return CLI_EXIT_USAGE;
+	st = &settings[opt - OPT_SETTING];
+	if (!parse_amount(arg, st->bytes, &v)) {
+		cli_err("invalid --%s '%s': expected a number%s", st->opt, arg,
+			st->bytes ? " of bytes (K, M, G suffixes allowed)" : "");
+		return CLI_EXIT_USAGE;
+	}
+	k = strcmp(st->obj, "limits") ? 1 : 0;
+	if (!o->objs[k])
+		o->objs[k] = json_object_new_object();
+	json_object_object_add(o->objs[k], st->key, json_object_new_int64(v));
+	return 0;
+}
 
 static int create_opt(int opt, const char *arg, void *ctx)
 {
@@ -120,8 +277,23 @@ static int create_opt(int opt, const char *arg, void *ctx)
 	else if (opt == 'i')
 		o->ip = arg;
 	else
-		return CLI_EXIT_USAGE;
+		return setting_opt(o, opt, arg);
 	return 0;
+}
+
+static void add_settings(struct json_object *req, struct create_opts *o)
+{
+	if (o->objs[0])
+		json_object_object_add(req, "limits", o->objs[0]);
+	if (o->objs[1])
+		json_object_object_add(req, "qos", o->objs[1]);
+	o->objs[0] = o->objs[1] = NULL;
+}
+
+static void drop_settings(struct create_opts *o)
+{
+	json_object_put(o->objs[0]);
+	json_object_put(o->objs[1]);
 }
 
 static int run_create(const struct cli_cmd *cmd, int argc, char **argv)
@@ -129,6 +301,7 @@ static int run_create(const struct cli_cmd *cmd, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "tenant", required_argument, NULL, 't' },
 		{ "ip", required_argument, NULL, 'i' },
+		SETTINGS_LONGOPTS,
 		CLI_COMMON_LONGOPTS,
 	};
 	struct create_opts o = { 0 };
@@ -137,8 +310,12 @@ static int run_create(const struct cli_cmd *cmd, int argc, char **argv)
 	int rc, first;
 
 	rc = cli_parse(cmd, argc, argv, "t:i:", longopts, false, create_opt, &o, &first);
-	if (rc >= 0)
+	if (rc >= 0) {
+		drop_settings(&o);
 		return rc;
+	}
+	if (argc - first != 1 || !o.tenant || !o.ip || !valid_cidr(o.ip))
+		drop_settings(&o);
 	if (argc - first != 1)
 		return cli_usage_error(cmd, argc == first ? "vrnic create: NAME is missing"
 							  : "vrnic create: takes one NAME");
@@ -153,6 +330,38 @@ static int run_create(const struct cli_cmd *cmd, int argc, char **argv)
 	req = request("vrnic.create", argv[first]);
 	json_object_object_add(req, "tenant", json_object_new_string(o.tenant));
 	json_object_object_add(req, "ip", json_object_new_string(o.ip));
+	add_settings(req, &o);
+	return request_and_show(what, req);
+}
+
+static int set_opt(int opt, const char *arg, void *ctx)
+{
+	return setting_opt(ctx, opt, arg);
+}
+
+static int run_set(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = { SETTINGS_LONGOPTS, CLI_COMMON_LONGOPTS };
+	struct create_opts o = { 0 };
+	struct json_object *req;
+	char what[128];
+	int rc, first;
+
+	rc = cli_parse(cmd, argc, argv, "", longopts, false, set_opt, &o, &first);
+	if (rc >= 0) {
+		drop_settings(&o);
+		return rc;
+	}
+	if (argc - first != 1) {
+		drop_settings(&o);
+		return cli_usage_error(cmd, argc == first ? "vrnic set: NAME is missing"
+							  : "vrnic set: takes one NAME");
+	}
+	if (!o.objs[0] && !o.objs[1])
+		return cli_usage_error(cmd, "vrnic set: nothing to change (give a quota or rate option)");
+	snprintf(what, sizeof(what), "vrnic set %s", argv[first]);
+	req = request("vrnic.set", argv[first]);
+	add_settings(req, &o);
 	return request_and_show(what, req);
 }
 
@@ -317,8 +526,19 @@ const struct cli_cmd cmd_vrnic_create = {
 	"\n"
 	"Options:\n"
 	"  -t, --tenant TENANT   virtual network the vRNIC belongs to\n"
-	"  -i, --ip A.B.C.D/P    its address and prefix length\n",
+	"  -i, --ip A.B.C.D/P    its address and prefix length\n"
+	"\n" SETTINGS_HELP,
 	run_create,
+};
+
+const struct cli_cmd cmd_vrnic_set = {
+	"vrnic", "set", "change a vRNIC's quotas and rate limits",
+	"usage: unirdma vrnic set NAME [QUOTA AND RATE OPTIONS]\n"
+	"\n"
+	"Change quotas and rate limits of the vRNIC NAME while it runs. Lowering a\n"
+	"quota below what is in use keeps what exists and refuses new objects.\n"
+	"\n" SETTINGS_HELP,
+	run_set,
 };
 
 const struct cli_cmd cmd_vrnic_delete = {
@@ -343,6 +563,7 @@ const struct cli_cmd cmd_vrnic_show = {
 	"usage: unirdma vrnic show NAME [--json]\n"
 	"\n"
 	"Show the vRNIC NAME: tenant, address, GID, its directory on the host\n"
-	"(holding the region file that tenants map) and its object counts.\n",
+	"(holding the region file that tenants map), its object counts, quotas,\n"
+	"rate limits, traffic counters (totals and by opcode) and its QPs.\n",
 	run_show,
 };

@@ -404,11 +404,6 @@ static void serve(struct urd_daemon *d, int fd)
 	size_t n = 0;
 	const char *out;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) || !may_manage(d, &cred)) {
-		ans = error_json(EPERM, d->admin_gid_set ? "only root and the admin group may manage unirdma"
-							 : "only root may manage unirdma");
-		goto answer;
-	}
 	/* one line, at most ADMIN_MAX_REQ bytes, within 2 s */
 	while (n < ADMIN_MAX_REQ && !memchr(buf, '\n', n)) {
 		ssize_t r;
@@ -421,6 +416,13 @@ static void serve(struct urd_daemon *d, int fd)
 		n += (size_t)r;
 	}
 	buf[n] = 0;
+	/* the request is read first so that a refused client is not cut off
+	 * while it writes (it would see EPIPE instead of the answer) */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) || !may_manage(d, &cred)) {
+		ans = error_json(EPERM, d->admin_gid_set ? "only root and the admin group may manage unirdma"
+							 : "only root may manage unirdma");
+		goto answer;
+	}
 	req = json_tokener_parse(buf);
 	if (!req || !json_object_is_type(req, json_type_object)) {
 		ans = error_json(EINVAL, "request is not a JSON object");
@@ -478,8 +480,9 @@ int admin_start(struct urd_daemon *d)
 	}
 	if (d->admin_gid_set && (chown(sa.sun_path, 0, d->admin_gid) || chmod(sa.sun_path, 0660)))
 		log_warn("cannot give %s to the admin group: %s", sa.sun_path, strerror(errno));
-	else if (!d->admin_gid_set)
-		chmod(sa.sun_path, 0600);
+	else if (!d->admin_gid_set && chmod(sa.sun_path, 0666))
+		/* anyone may connect and be told no: the credential check decides */
+		log_warn("cannot set the mode of %s: %s", sa.sun_path, strerror(errno));
 	admin_d = d;
 	ret = pthread_create(&admin_thread, NULL, admin_main, d);
 	return -ret;

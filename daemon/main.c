@@ -194,7 +194,8 @@ int main(int argc, char **argv)
 			log_warn("metrics endpoint %s not started: %s", metrics,
 				 ret == -EINVAL ? "expected A.B.C.D:PORT" : "address in use or not available");
 		else
-			log_info("metrics at http://%s:%d/metrics", metrics[0] == ':' ? "" : metrics, metrics_port());
+			log_info("metrics at http://%.*s:%d/metrics", (int)(strrchr(metrics, ':') - metrics), metrics,
+				 metrics_port());
 	}
 	log_info("unirdmad %s serving %s (pid %d)", UNIRDMA_VERSION, state, getpid());
 

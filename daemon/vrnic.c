@@ -209,7 +209,8 @@ int vrnic_set_limits(struct urd_vrnic *vr, const struct urd_limits *l)
 	dev->max_qp_wr = l->max_qp_wr;
 	dev->max_cqe = l->max_cqe;
 	dev->max_srq_wr = l->max_srq_wr;
-	dev->max_mr_size = l->max_mem_bytes;
+	/* max_mr_size stays the window: a registration over the memory quota is
+	 * "not enough resources" (ENOMEM), not an invalid length */
 	return 0;
 }
 

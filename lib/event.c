@@ -363,6 +363,84 @@ static bool check_daemon(struct urd_context *ctx)
 	return true;
 }
 
+/* ------------------------------------------- flushing for a lost device */
+
+/* One completion written by us: the device is gone, we are the only
+ * producer left on this CQ.  Under the CQ's lock, like poll_cq. */
+static bool push_flush(struct urd_cq *cq, uint64_t wr_id, uint32_t opcode, uint32_t qpn)
+{
+	struct urd_ring_hdr *r = cq->ring;
+	uint32_t prod, arm;
+	struct urd_cqe *c;
+	bool ok = false;
+
+	pthread_spin_lock(&cq->lock);
+	prod = urd_load_relaxed(&r->prod);
+	if (prod - cq->cons <= cq->mask) {
+		c = &cq->cqes[prod & cq->mask];
+		memset(c, 0, sizeof(*c));
+		c->wr_id = wr_id;
+		c->status = IBV_WC_WR_FLUSH_ERR;
+		c->vendor_err = IBV_WC_WR_FLUSH_ERR;
+		c->opcode = opcode;
+		c->qp_num = qpn;
+		/* pairs with poll_cq's load_acquire of prod */
+		urd_store_release(&r->prod, prod + 1);
+		arm = urd_exchange(&r->arm, URD_CQ_ARM_NONE);
+		if (arm != URD_CQ_ARM_NONE)     /* scan_cqs turns this into an event */
+			urd_store_release(&r->events, urd_load_relaxed(&r->events) + 1);
+		ok = true;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return ok;
+}
+
+static void flush_wq(struct urd_qp *qp, struct urd_wq *wq, struct urd_cq *cq, bool send)
+{
+	uint32_t cons, prod;
+
+	pthread_spin_lock(&wq->lock);
+	cons = urd_load_acquire(&wq->ring->cons);
+	prod = wq->prod;
+	if (prod - cons > wq->n)
+		cons = prod - wq->n;
+	for (; cons != prod; cons++) {
+		const void *w = urd_wq_slot(wq, cons);
+		uint64_t wr_id = send ? ((const struct urd_send_wqe *)w)->wr_id
+				      : ((const struct urd_recv_wqe *)w)->wr_id;
+
+		if (!push_flush(cq, wr_id, send ? IBV_WC_SEND : IBV_WC_RECV, qp->qpx.qp_base.qp_num))
+			break;          /* CQ full: the rest on the next sweep */
+	}
+	urd_store_release(&wq->ring->cons, cons);
+	pthread_spin_unlock(&wq->lock);
+}
+
+/* The device is gone (daemon stopped or killed, vRNIC deleted): nothing will
+ * complete the work already posted.  Do what an RNIC does when a QP enters the
+ * error state (IB spec 10.3.1): complete every outstanding work request with
+ * IBV_WC_WR_FLUSH_ERR, so that programs polling their CQs see errors and end
+ * instead of waiting forever.  Safe because the daemon no longer touches the
+ * region: it publishes DEAD/DELETED after releasing the contexts, and a killed
+ * daemon touches nothing.  Runs on every pass while dead: work posted later is
+ * flushed too.  Under ev_lock. */
+static void flush_all(struct urd_context *ctx)
+{
+	for (unsigned b = 0; b < URD_OBJMAP_BUCKETS; b++) {
+		for (struct urd_objnode *n = ctx->objs.bucket[b]; n; n = n->next) {
+			struct urd_qp *qp;
+
+			if (n->kind != URD_OBJ_QP)
+				continue;
+			qp = urd_container_of(n, struct urd_qp, node);
+			if (qp->qpx.qp_base.send_cq)
+				flush_wq(qp, &qp->sq, to_ucq(qp->qpx.qp_base.send_cq), true);
+			if (qp->rq.n && qp->qpx.qp_base.recv_cq)
+				flush_wq(qp, &qp->rq, to_ucq(qp->qpx.qp_base.recv_cq), false);
+		}
+	}
+}
+
 static void *event_thread(void *arg)
 {
 	struct urd_context *ctx = arg;
@@ -376,8 +454,10 @@ static void *event_thread(void *arg)
 
 		pthread_mutex_lock(&ctx->ev_lock);
 		drain_async(ctx);
-		scan_cqs(ctx);
 		gone = check_daemon(ctx);
+		if (urd_ctx_dead(ctx))
+			flush_all(ctx);
+		scan_cqs(ctx);
 		pthread_mutex_unlock(&ctx->ev_lock);
 		if (gone)
 			urd_mem_daemon_gone(ctx);       /* takes mem_lock */

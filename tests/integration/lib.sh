@@ -93,6 +93,8 @@ cleanup() {
 	if [ -n "${STATE:-}" ]; then
 		"$UNIRDMA" --state-dir "$STATE" net-down >/dev/null 2>&1 || true
 	fi
+	# a daemon that was killed leaves the tmpfs it mounted on its vRNIC dir
+	[ -n "${STATE:-}" ] && mountpoint -q "$STATE/vrnics" 2>/dev/null && umount -l "$STATE/vrnics"
 	wait 2>/dev/null
 	[ -n "${WORK:-}" ] && rm -rf "$WORK"
 	exit "$rc"
