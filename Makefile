@@ -83,8 +83,16 @@ test: deps all
 asan:
 	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" OPT="-O1 -g"
 
+# The suite against ASan+UBSan builds of the daemon, CLI, library and tests.
+# Debian's unmodified programs load our instrumented library, so the ASan
+# runtime is preloaded for them; the daemon is also checked for leaks.
+ASAN_RT = $(shell $(CC) -print-file-name=libasan.so)
 asan-test: deps asan
-	UNIRDMA_BUILD=build-asan ASAN_OPTIONS=detect_leaks=0 tests/run-tests.sh
+	UNIRDMA_BUILD=build-asan UNIRDMA_EXEC_PRELOAD=$(ASAN_RT) \
+	ASAN_OPTIONS=detect_leaks=0 \
+	UNIRDMA_DAEMON_ASAN_OPTIONS=detect_leaks=1 \
+	UBSAN_OPTIONS=print_stacktrace=1 \
+	tests/run-tests.sh $(TESTS_FILTER)
 
 clean:
 	rm -rf build build-asan build-clang

@@ -61,6 +61,15 @@ int exec_prepare_env(const char *devdir, const char *vrnic_name)
 	free(ldpath);
 	if (rc || setenv("UNIRDMA_DEVDIR", devdir, 1) || setenv("UNIRDMA_VRNIC", vrnic_name, 1))
 		return -errno;
+	/* Sanitizer runs: an unmodified program that loads an ASan build of our
+	 * library needs the ASan runtime first in its library list.  Only the
+	 * tenant program gets it, not every tool of the test scripts. */
+	{
+		const char *pre = getenv("UNIRDMA_EXEC_PRELOAD");
+
+		if (pre && *pre && setenv("LD_PRELOAD", pre, 1))
+			return -errno;
+	}
 	return 0;
 }
 

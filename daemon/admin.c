@@ -18,6 +18,7 @@
 #include <infiniband/verbs.h>
 
 #include "daemon.h"
+#include "futex.h"
 #include "log.h"
 
 #define ADMIN_MAX_REQ 65536
@@ -119,6 +120,9 @@ static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
 	json_object_object_add(o, "limits", limits_json(&vr->lim));
 	json_object_object_add(o, "qos", qos_json(&vr->qos));
 	json_object_object_add(o, "counters", counters_json(&vr->cnt));
+	/* when these counters were read (CLOCK_MONOTONIC): rates without the
+	 * client's latency in them */
+	ADD_I64(o, "time_ns", urd_now_ns());
 	if (detail) {
 		json_object *arr = json_object_new_array();
 

@@ -89,6 +89,12 @@ cleanup() {
 			kill -KILL "$DAEMON_PID" 2>/dev/null
 		fi
 		wait "$DAEMON_PID" 2>/dev/null
+		# a sanitizer build reports into the log (leaks at exit)
+		if [ -n "${WORK:-}" ] && grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$WORK/unirdmad.log" 2>/dev/null; then
+			say "unirdmad's sanitizer report:"
+			grep -A 30 -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$WORK/unirdmad.log" | head -n 60 | sed 's/^/  | /'
+			[ "$rc" = 0 ] && rc=1
+		fi
 	fi
 	if [ -n "${STATE:-}" ]; then
 		"$UNIRDMA" --state-dir "$STATE" net-down >/dev/null 2>&1 || true
@@ -111,7 +117,10 @@ start_daemon() {
 	trap cleanup EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
-	"$UNIRDMAD" --state-dir "$STATE" --foreground >"$WORK/unirdmad.log" 2>&1 &
+	# UNIRDMA_DAEMON_ASAN_OPTIONS: the sanitizer run checks the daemon for
+	# leaks while the (uninstrumented) test programs run without
+	ASAN_OPTIONS=${UNIRDMA_DAEMON_ASAN_OPTIONS:-${ASAN_OPTIONS:-}} \
+		"$UNIRDMAD" --state-dir "$STATE" --foreground >"$WORK/unirdmad.log" 2>&1 &
 	DAEMON_PID=$!
 	local i
 	for ((i = 0; i < 500; i++)); do

@@ -53,17 +53,18 @@ case_quotas() {
 	checks_result
 }
 
-tx_of() { show_json "$1" | jq_py 'd["vrnic"]["counters"]["tx_bytes"]'; }
+# tx_of VRNIC: "BYTES TIME_NS", the vRNIC's sent bytes and the daemon's clock
+tx_of() { show_json "$1" | jq_py 'd["vrnic"]["counters"]["tx_bytes"], d["vrnic"]["time_ns"]' | tr -d '(),'; }
+# rate A B: bytes/s between two tx_of samples
+rate() { python3 -c "import sys; a=sys.argv[1].split(); b=sys.argv[2].split(); print(int((int(b[0]) - int(a[0])) * 1e9 / (int(b[1]) - int(a[1]))))" "$1" "$2"; }
 
 # rate_over VRNIC SECONDS: bytes/s the vRNIC sent during the next SECONDS.
 rate_over() {
-	local a b t0 t1
+	local a b
 	a=$(tx_of "$1")
-	t0=$(date +%s.%N)
 	sleep "$2"
 	b=$(tx_of "$1")
-	t1=$(date +%s.%N)
-	python3 -c "print(int(($b - $a) / ($t1 - $t0)))"
+	rate "$a" "$b"
 }
 
 # bw_pair SERVER_VR CLIENT_VR SERVER_IP SECONDS: ib_write_bw for SECONDS in
@@ -88,7 +89,10 @@ wait_bw() {
 
 case_qos() {
 	require_prog ib_write_bw
-	local limit=$((200 * 1024 * 1024)) solo limited other
+	# an instrumented engine (the sanitizer run) moves far less: limit lower there
+	local mib=${UNIRDMA_EXEC_PRELOAD:+40}
+	mib=${mib:-200}
+	local limit=$((mib * 1024 * 1024)) solo limited other
 	"$UNIRDMA" vrnic create vr2 --tenant t1 --ip "10.77.$SUBNET.3/24" >/dev/null || return 1
 	"$UNIRDMA" vrnic create vr3 --tenant t1 --ip "10.77.$SUBNET.4/24" >/dev/null || return 1
 
@@ -99,26 +103,39 @@ case_qos() {
 	wait_bw
 	say "  alone: $((solo / 1048576)) MiB/s"
 
-	say "+ unirdma vrnic set $VR_B --rate 200M; both pairs at once"
-	"$UNIRDMA" vrnic set "$VR_B" --rate 200M >/dev/null || return 1
+	say "+ unirdma vrnic set $VR_B --rate ${mib}M; both pairs at once"
+	"$UNIRDMA" vrnic set "$VR_B" --rate "${mib}M" >/dev/null || return 1
 	bw_pair "$VR_A" "$VR_B" "$IP_A" 5
 	bw_pair vr2 vr3 "10.77.$SUBNET.3" 4
 	sleep 1.5
-	local a0 b0 t0 a1 b1 t1
-	a0=$(tx_of "$VR_B"); b0=$(tx_of vr3); t0=$(date +%s.%N)
+	local a0 b0 a1 b1
+	a0=$(tx_of "$VR_B"); b0=$(tx_of vr3)
 	sleep 2
-	a1=$(tx_of "$VR_B"); b1=$(tx_of vr3); t1=$(date +%s.%N)
+	a1=$(tx_of "$VR_B"); b1=$(tx_of vr3)
 	wait_bw
-	limited=$(python3 -c "print(int(($a1 - $a0) / ($t1 - $t0)))")
-	other=$(python3 -c "print(int(($b1 - $b0) / ($t1 - $t0)))")
-	say "  limited $VR_B: $((limited / 1048576)) MiB/s (limit 200 MiB/s); unlimited vr3 beside it: $((other / 1048576)) MiB/s"
-	check "the limited vRNIC is held to its rate within 10%" \
-		python3 -c "import sys; sys.exit(not abs($limited - $limit) <= 0.10 * $limit)"
+	limited=$(rate "$a0" "$a1")
+	other=$(rate "$b0" "$b1")
+	say "  limited $VR_B: $((limited / 1048576)) MiB/s (limit $mib MiB/s); unlimited vr3 beside it: $((other / 1048576)) MiB/s"
+	if [ -n "${UNIRDMA_EXEC_PRELOAD:-}" ]; then
+		# instrumented programs may not even reach the limit: check only that
+		# the limiter never lets the vRNIC exceed it
+		check "the limited vRNIC stays under its rate (+10%)" \
+			python3 -c "import sys; sys.exit(not 0 < $limited <= 1.10 * $limit)"
+	else
+		check "the limited vRNIC is held to its rate within 10%" \
+			python3 -c "import sys; sys.exit(not abs($limited - $limit) <= 0.10 * $limit)"
+	fi
 	# On 2 cores the limited pair's two busy-polling programs take CPU time
 	# from the unlimited pair whatever the engine does; what the rate limit
 	# must not do is make the engine hold the other vRNIC back.
-	check "the unlimited vRNIC keeps most of its throughput (>= 40% of alone, >= 3x the limited one)" \
-		python3 -c "import sys; sys.exit(not ($other >= 0.4 * $solo and $other >= 3 * $limited))"
+	if [ -n "${UNIRDMA_EXEC_PRELOAD:-}" ]; then
+		# the sanitizer run: an instrumented engine moves ~1 GB/s, so throughput
+		# ratios say nothing there; the limit itself is still checked above
+		say "  (sanitizer build: the throughput comparison is made by make test only)"
+	else
+		check "the unlimited vRNIC keeps most of its throughput (>= 40% of alone, >= 3x the limited one)" \
+			python3 -c "import sys; sys.exit(not ($other >= 0.4 * $solo and $other >= 3 * $limited))"
+	fi
 	check "the rate limiter counted its delays" \
 		test "$(show_json "$VR_B" | jq_py 'd["vrnic"]["counters"]["qos_delays"]')" -gt 0
 	say "+ unirdma vrnic set $VR_B --rate 0 (unlimited again)"
@@ -211,9 +228,22 @@ case_permissions() {
 	checks_result
 }
 
+case_man_pages() {
+	require_prog man groff
+	local page out
+	for page in "$TOP"/man/*.8; do
+		out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
+		check "$(basename "$page") renders without warnings${out:+: $out}" test -z "$out"
+		check "$(basename "$page") documents every vrnic command" bash -c \
+			"[ \$(basename '$page') != unirdma.8 ] || for c in create set show list delete; do grep -q \"vrnic \$c\" '$page' || exit 1; done"
+	done
+	checks_result
+}
+
 add_case quotas case_quotas
 add_case qos case_qos
 add_case counters case_counters
 add_case delete_in_use case_delete_in_use
 add_case permissions case_permissions
+add_case man_pages case_man_pages
 run_cases "$@"

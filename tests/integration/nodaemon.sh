@@ -17,10 +17,10 @@ devices_empty() {
 	shift
 	if [ "$devdir" = unset ]; then
 		say "+ ${*:+$* }ibv_devices   (UNIRDMA_DEVDIR unset)"
-		env -u UNIRDMA_DEVDIR LD_LIBRARY_PATH="$UNIRDMA_LIBDIR" "$@" ibv_devices >"$WORK/out" 2>&1
+		env -u UNIRDMA_DEVDIR LD_LIBRARY_PATH="$UNIRDMA_LIBDIR" ${UNIRDMA_EXEC_PRELOAD:+LD_PRELOAD=$UNIRDMA_EXEC_PRELOAD} "$@" ibv_devices >"$WORK/out" 2>&1
 	else
 		say "+ UNIRDMA_DEVDIR=$devdir ibv_devices"
-		UNIRDMA_DEVDIR=$devdir LD_LIBRARY_PATH="$UNIRDMA_LIBDIR" ibv_devices >"$WORK/out" 2>&1
+		env UNIRDMA_DEVDIR="$devdir" LD_LIBRARY_PATH="$UNIRDMA_LIBDIR" ${UNIRDMA_EXEC_PRELOAD:+LD_PRELOAD=$UNIRDMA_EXEC_PRELOAD} ibv_devices >"$WORK/out" 2>&1
 	fi
 	rc=$?
 	sed 's/^/  | /' "$WORK/out"
@@ -64,7 +64,7 @@ case_devinfo() {
 	local rc
 	mkdir "$WORK/dev"
 	say "+ UNIRDMA_DEVDIR=$WORK/dev ibv_devinfo"
-	UNIRDMA_DEVDIR=$WORK/dev LD_LIBRARY_PATH="$UNIRDMA_LIBDIR" ibv_devinfo >"$WORK/out" 2>&1
+	env UNIRDMA_DEVDIR="$WORK/dev" LD_LIBRARY_PATH="$UNIRDMA_LIBDIR" ${UNIRDMA_EXEC_PRELOAD:+LD_PRELOAD=$UNIRDMA_EXEC_PRELOAD} ibv_devinfo >"$WORK/out" 2>&1
 	rc=$?
 	sed 's/^/  | /' "$WORK/out"
 	# rdma-core's ibv_devinfo exits 255 when it finds no device; a crash
