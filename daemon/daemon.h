@@ -291,6 +291,7 @@ int engine_start(struct urd_daemon *d);
 void engine_stop(struct urd_daemon *d);
 void engine_activate(struct urd_qp *qp);       /* big lock held */
 void engine_forget(struct urd_qp *qp);         /* big lock held: qp is going away */
+void engine_unwait(struct urd_qp *qp);         /* big lock held: off the timer list */
 void engine_kick(struct urd_daemon *d);
 
 #endif

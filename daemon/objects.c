@@ -72,11 +72,13 @@ static void *obj_get(struct urd_ctx *ctx, uint32_t handle, enum urd_obj_type typ
 	return o;
 }
 
+/* Callers bound v far below 2^31 (device limits); the cap keeps the loop
+ * finite whatever they pass. */
 static uint32_t roundup_pow2(uint32_t v)
 {
 	uint32_t r = 1;
 
-	while (r < v)
+	while (r < v && r < (1u << 31))
 		r <<= 1;
 	return r;
 }
@@ -344,7 +346,7 @@ static int op_reg_mr(struct handler_args *a, const void *req, uint32_t len, void
 	if ((r->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(r->access & IBV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;         /* man ibv_reg_mr */
-	if (!r->length || r->length > vr->hdr->dev.max_mr_size || r->iova + r->length < r->iova)
+	if (!r->length || r->length > vr->memwin.size || r->iova + r->length < r->iova)
 		return -EINVAL;
 	if (vr->nmr >= vr->lim.max_mr)
 		return -ENOMEM;         /* quota */
@@ -844,9 +846,10 @@ static int op_modify_qp(struct handler_args *a, const void *req, uint32_t len UR
 		return -EINVAL;
 	if ((mask & IBV_QP_RNR_RETRY) && at->rnr_retry > 7)
 		return -EINVAL;
-	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && at->max_rd_atomic > a->vr->hdr->dev.max_qp_rd_atom)
+	/* limits from private state: the header is tenant-writable */
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && at->max_rd_atomic > URD_MAX_RD_ATOM)
 		return -EINVAL;
-	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && at->max_dest_rd_atomic > a->vr->hdr->dev.max_qp_rd_atom)
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && at->max_dest_rd_atomic > URD_MAX_RD_ATOM)
 		return -EINVAL;
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
 	    (at->qp_access_flags & ~(uint32_t)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -943,7 +946,7 @@ void qp_to_error(struct urd_qp *qp, bool async)
 
 	qp->state = IBV_QPS_ERR;
 	qp->attr.qp_state = IBV_QPS_ERR;
-	qp->wait = QP_WAIT_NONE;
+	engine_unwait(qp);
 	if (async && !was)
 		ctx_post_async(qp->obj.ctx, IBV_EVENT_QP_FATAL, URD_OBJ_QP, qp->obj.handle);
 	engine_activate(qp);            /* the engine flushes what is posted */
@@ -1000,7 +1003,10 @@ void ctx_destroy(struct urd_ctx *ctx)
 				if (qp->type == IBV_QPT_RC) {
 					struct urd_qp *peer = qpn_lookup(d, qp->attr.dest_qp_num);
 
+					/* only a peer of the same tenant: a QP elsewhere that
+					 * names this QPN is no peer (and must not hear of it) */
 					if (peer && peer->obj.ctx != ctx && peer->type == IBV_QPT_RC &&
+					    !strcmp(peer->vr->tenant, vr->tenant) &&
 					    peer->attr.dest_qp_num == qp->qpn &&
 					    (peer->state == IBV_QPS_RTR || peer->state == IBV_QPS_RTS ||
 					     peer->state == IBV_QPS_SQD))

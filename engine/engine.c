@@ -78,6 +78,16 @@ void engine_wait(struct urd_qp *qp, enum urd_qp_wait why, uint64_t until_ns)
 	qp->wait_until_ns = until_ns;
 }
 
+/* Take the QP off the timer list (a QP going to error or away must not stay
+ * there: the list would keep a pointer to it). */
+void engine_unwait(struct urd_qp *qp)
+{
+	if (qp->wait != QP_WAIT_NONE) {
+		wait_unlink(qp->vr->d, qp);
+		qp->wait = QP_WAIT_NONE;
+	}
+}
+
 void engine_forget(struct urd_qp *qp)
 {
 	struct urd_daemon *d = qp->vr->d;
@@ -98,10 +108,7 @@ void engine_forget(struct urd_qp *qp)
 		}
 		qp->active = false;
 	}
-	if (qp->wait != QP_WAIT_NONE) {
-		wait_unlink(d, qp);
-		qp->wait = QP_WAIT_NONE;
-	}
+	engine_unwait(qp);
 }
 
 void engine_kick(struct urd_daemon *d)

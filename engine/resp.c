@@ -210,6 +210,11 @@ enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
 		return RESP_SILENT;
 	if (qp->type != pkt->src->type)
 		return RESP_SILENT;
+	/* An RC responder answers its connected peer only: on a wire, packets
+	 * from any other QP fail the PSN check and are dropped (IB spec 9.7.5.1).
+	 * Without this, any QP of the tenant could inject into a connection. */
+	if (qp->type == IBV_QPT_RC && qp->attr.dest_qp_num != pkt->src->qpn)
+		return RESP_SILENT;
 	pkt->rnr_timer = qp->attr.min_rnr_timer;
 
 	if (qp->type == IBV_QPT_UD) {
@@ -243,6 +248,12 @@ enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
 		if (mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC, &t))
 			return class_c_error(qp, RESP_NAK_ACCESS);
 		p = (uint64_t *)vsge_ptr(&t, 0, &contig);
+		/* the 8 bytes must lie in one segment of the MR, aligned in the
+		 * daemon's view too: segments are the tenant's choice (a VM gives
+		 * guest-physical pages), so an atomic straddling one would reach
+		 * past the mapping */
+		if (contig < 8 || ((uintptr_t)p & 7))
+			return class_c_error(qp, RESP_NAK_INV_REQ);
 		if (w->opcode == URD_WR_ATOMIC_CMP_AND_SWP) {
 			uint64_t expected = w->compare_add;
 

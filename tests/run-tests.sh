@@ -113,7 +113,7 @@ start_c_daemon() {
 	fi
 	local UNIRDMA_STATE_DIR=$CWORK/state
 	export UNIRDMA_STATE_DIR
-	"$UNIRDMAD" --state-dir "$CWORK/state" --foreground >>"$RESULTS/unirdmad-ctests.log" 2>&1 &
+	"$UNIRDMAD" --state-dir "$CWORK/state" --foreground --metrics 127.0.0.1:0 >>"$RESULTS/unirdmad-ctests.log" 2>&1 &
 	CDAEMON_PID=$!
 	for ((i = 0; i < 500; i++)); do
 		"$UNIRDMA" daemon ping >/dev/null 2>&1 && break

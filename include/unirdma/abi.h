@@ -70,6 +70,7 @@
 #define URD_MAX_WR           16384u
 #define URD_MAX_CQE          65536u
 #define URD_MAX_MSG          (1u << 31)
+#define URD_MAX_RD_ATOM      128u
 
 /* ------------------------------------------------------------------ header */
 

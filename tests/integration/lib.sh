@@ -120,7 +120,7 @@ start_daemon() {
 	# UNIRDMA_DAEMON_ASAN_OPTIONS: the sanitizer run checks the daemon for
 	# leaks while the (uninstrumented) test programs run without
 	ASAN_OPTIONS=${UNIRDMA_DAEMON_ASAN_OPTIONS:-${ASAN_OPTIONS:-}} \
-		"$UNIRDMAD" --state-dir "$STATE" --foreground >"$WORK/unirdmad.log" 2>&1 &
+		"$UNIRDMAD" --state-dir "$STATE" --foreground --metrics 127.0.0.1:0 >"$WORK/unirdmad.log" 2>&1 &
 	DAEMON_PID=$!
 	local i
 	for ((i = 0; i < 500; i++)); do
