@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -122,6 +123,10 @@ void *ctrl_thread_main(void *arg)
 	struct urd_daemon *d = vr->d;
 	uint64_t next_live = urd_now_ns() + LIVENESS_NS;
 	uint32_t idle = 0;
+	char tname[16];
+
+	snprintf(tname, sizeof(tname), "urd-ctl:%.7s", vr->name);   /* names are 15 bytes at most */
+	pthread_setname_np(pthread_self(), tname);
 
 	for (;;) {
 		uint32_t bell = urd_load_acquire(&vr->hdr->ctrl_bell);

@@ -1,6 +1,7 @@
 /* unirdmad: the host daemon.  One per host (per state directory): it owns the
  * vRNICs, serves their control mailboxes and runs the software RNIC engine. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -42,11 +43,34 @@ static void usage(FILE *f)
 /* Region files are shared memory: they belong on tmpfs, not on a disk whose
  * writeback would chase every byte the engine moves.  Returns true if we
  * mounted one (and must unmount it at exit). */
+/* True if dir is a mount point of a tmpfs we mounted ("unirdma") in an
+ * earlier life that was killed before it could unmount it. */
+static bool our_stale_mount(const char *dir)
+{
+	char real[PATH_MAX], src[256], target[PATH_MAX + 1], type[64];
+	bool found = false;
+	FILE *f;
+
+	if (!realpath(dir, real) || !(f = fopen("/proc/self/mounts", "r")))
+		return false;
+	/* paths with spaces are escaped in /proc/mounts: those never match,
+	 * and we then mount over them (harmless, only less tidy) */
+	while (fscanf(f, "%255s %4096s %63s %*[^\n]", src, target, type) == 3)
+		if (!strcmp(src, "unirdma") && !strcmp(type, "tmpfs") && !strcmp(target, real))
+			found = true;
+	fclose(f);
+	return found;
+}
+
 static bool ensure_tmpfs(const char *dir)
 {
 	struct statfs st;
 
-	if (!statfs(dir, &st) && st.f_type == TMPFS_MAGIC)
+	/* a killed predecessor's mount: take it over so that we own (and
+	 * remove) our own; its tenants keep their mappings */
+	if (our_stale_mount(dir))
+		umount2(dir, MNT_DETACH);
+	else if (!statfs(dir, &st) && st.f_type == TMPFS_MAGIC)
 		return false;
 	if (mount("unirdma", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")) {
 		log_warn("%s is not on tmpfs and mounting one failed (%s): region files will be disk-backed",

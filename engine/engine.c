@@ -226,6 +226,10 @@ static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 			abort_sleep = true;
 	if (d->active_head)
 		abort_sleep = true;
+	/* a timer that expired since the pass: until - now below would wrap
+	 * into an endless sleep while a QP waits on its RNR/retry timer */
+	if (next_timer <= now)
+		abort_sleep = true;
 	pthread_mutex_unlock(&d->lock);
 
 	if (!abort_sleep) {
@@ -256,6 +260,8 @@ static void *engine_main(void *arg)
 	struct urd_daemon *d = arg;
 	uint64_t last_work = urd_now_ns();
 	uint32_t spins = 0;
+
+	pthread_setname_np(pthread_self(), "urd-engine");       /* for top, perf, bench placement */
 
 	while (!d->stopping) {
 		uint64_t now = urd_now_ns(), next_timer;

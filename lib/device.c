@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "priv.h"
+#include "fwd.h"
 
 #undef ibv_query_port
 
@@ -426,6 +427,7 @@ static int open_ctx(struct urd_device *dev, struct urd_context **out)
 
 	c->device = &dev->vdev.device;
 	c->ops = urd_ctx_ops;
+	urd_fwd_install(ctx);         /* UNIRDMA_DATAPATH=forward: a benchmark baseline (bench/) */
 	c->cmd_fd = ctx->lock_fd;
 	c->async_fd = ctx->async_q.rfd;
 	c->num_comp_vectors = 1;

@@ -6,11 +6,13 @@ set -euo pipefail
 
 pkgs=(
 	build-essential clang pkg-config # compilers, make
+	libclang-rt-14-dev               # clang's sanitizer and libFuzzer runtimes (only recommended by clang-14)
 	libibverbs-dev libjson-c-dev     # verbs headers (ABI we implement), JSON for the admin protocol
 	libmicrohttpd-dev                # the daemon's Prometheus metrics endpoint
 	ibverbs-utils perftest qperf     # unmodified verbs programs the tests and the demo run
 	iproute2 util-linux procps       # ip, unshare/nsenter, ps: containers and their network
 	strace valgrind python3          # test tooling
+	gnuplot-nox fonts-dejavu-core ucx-utils # bench/: the report's plots and their font; UCX's ucx_perftest
 )
 
 missing=()
