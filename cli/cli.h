@@ -126,6 +126,10 @@ int proc_run(char *const argv[], int quiet);
 /* Env for the tenant program: UNIRDMA_DEVDIR, LD_LIBRARY_PATH, ... */
 int exec_prepare_env(const char *devdir, const char *vrnic_name);
 
+/* cmd-vm.c: the "vm" object of a vrnic.create request for a guest of
+ * ram_bytes (0: the default size). */
+struct json_object *cli_vm_request(long long ram_bytes);
+
 /* Returns the resolved state directory (realpath when it exists). */
 const char *cli_state_dir_resolved(void);
 

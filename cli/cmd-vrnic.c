@@ -162,7 +162,7 @@ static bool valid_cidr(const char *s)
 }
 
 /* Quota and rate options of create and set: option value -> (object, key). */
-enum { OPT_SETTING = 0x2000 };
+enum { OPT_SETTING = 0x2000, OPT_VM = 0x2100, OPT_VM_RAM };
 static const struct setting {
 	const char *opt, *obj, *key;
 	bool bytes;                     /* accepts K, M, G, T suffixes (powers of 1024) */
@@ -243,6 +243,8 @@ static bool parse_amount(const char *s, bool bytes, long long *out)
 
 struct create_opts {
 	const char *tenant, *ip;
+	bool vm;                        /* --vm: a VM vRNIC (cmd-vm.c) */
+	long long vm_ram;               /* --vm-ram bytes; 0: default */
 	struct json_object *objs[2];    /* limits, qos; NULL until an option sets one */
 	const char *bad;                /* the option whose value did not parse */
 };
@@ -276,7 +278,15 @@ static int create_opt(int opt, const char *arg, void *ctx)
 		o->tenant = arg;
 	else if (opt == 'i')
 		o->ip = arg;
-	else
+	else if (opt == OPT_VM)
+		o->vm = true;
+	else if (opt == OPT_VM_RAM) {
+		if (!parse_amount(arg, true, &o->vm_ram) || o->vm_ram < (1LL << 20) || o->vm_ram % (1LL << 20)) {
+			cli_err("invalid --vm-ram '%s': expected a whole number of MiB, e.g. 512M or 1G", arg);
+			return CLI_EXIT_USAGE;
+		}
+		o->vm = true;
+	} else
 		return setting_opt(o, opt, arg);
 	return 0;
 }
@@ -301,6 +311,8 @@ static int run_create(const struct cli_cmd *cmd, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "tenant", required_argument, NULL, 't' },
 		{ "ip", required_argument, NULL, 'i' },
+		{ "vm", no_argument, NULL, OPT_VM },
+		{ "vm-ram", required_argument, NULL, OPT_VM_RAM },
 		SETTINGS_LONGOPTS,
 		CLI_COMMON_LONGOPTS,
 	};
@@ -330,6 +342,8 @@ static int run_create(const struct cli_cmd *cmd, int argc, char **argv)
 	req = request("vrnic.create", argv[first]);
 	json_object_object_add(req, "tenant", json_object_new_string(o.tenant));
 	json_object_object_add(req, "ip", json_object_new_string(o.ip));
+	if (o.vm)
+		json_object_object_add(req, "vm", cli_vm_request(o.vm_ram));
 	add_settings(req, &o);
 	return request_and_show(what, req);
 }
@@ -518,7 +532,7 @@ out:
 
 const struct cli_cmd cmd_vrnic_create = {
 	"vrnic", "create", "create a vRNIC",
-	"usage: unirdma vrnic create NAME --tenant TENANT --ip A.B.C.D/PREFIX\n"
+	"usage: unirdma vrnic create NAME --tenant TENANT --ip A.B.C.D/PREFIX [--vm [--vm-ram SIZE]]\n"
 	"\n"
 	"Create the vRNIC NAME in virtual network TENANT with the IPv4 address\n"
 	"A.B.C.D/PREFIX; its GID 0 is ::ffff:A.B.C.D. vRNICs reach only vRNICs of\n"
@@ -527,6 +541,10 @@ const struct cli_cmd cmd_vrnic_create = {
 	"Options:\n"
 	"  -t, --tenant TENANT   virtual network the vRNIC belongs to\n"
 	"  -i, --ip A.B.C.D/P    its address and prefix length\n"
+	"  --vm                  a vRNIC for a QEMU guest: the daemon also creates the\n"
+	"                        guest's RAM file; `unirdma vm-args NAME` prints the\n"
+	"                        QEMU options that attach both\n"
+	"  --vm-ram SIZE         the guest's RAM (M, G suffixes; default 512M); implies --vm\n"
 	"\n" SETTINGS_HELP,
 	run_create,
 };

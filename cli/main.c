@@ -23,11 +23,12 @@
 struct cli_globals cli;
 
 extern const struct cli_cmd cmd_vrnic_create, cmd_vrnic_delete, cmd_vrnic_list,
-	cmd_vrnic_show, cmd_vrnic_set, cmd_daemon_ping, cmd_daemon_stop, cmd_exec, cmd_net_down;
+	cmd_vrnic_show, cmd_vrnic_set, cmd_daemon_ping, cmd_daemon_stop, cmd_exec, cmd_net_down,
+	cmd_vm_args;
 
 static const struct cli_cmd *const commands[] = {
 	&cmd_vrnic_create, &cmd_vrnic_delete, &cmd_vrnic_list, &cmd_vrnic_show, &cmd_vrnic_set,
-	&cmd_exec, &cmd_daemon_ping, &cmd_daemon_stop, &cmd_net_down,
+	&cmd_exec, &cmd_daemon_ping, &cmd_daemon_stop, &cmd_net_down, &cmd_vm_args,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -123,6 +123,8 @@ static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
 	/* when these counters were read (CLOCK_MONOTONIC): rates without the
 	 * client's latency in them */
 	ADD_I64(o, "time_ns", urd_now_ns());
+	if (vr->vm)             /* VM hook: guest RAM layout and files (vm.c) */
+		json_object_object_add(o, "vm", vm_json(vr));
 	if (detail) {
 		json_object *arr = json_object_new_array();
 
@@ -288,6 +290,7 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 	if (!strcmp(cmd, "vrnic.create")) {
 		const char *name = str_field(req, "name"), *tenant = str_field(req, "tenant");
 		const char *ip = str_field(req, "ip");
+		struct urd_vm_cfg vmc;
 
 		if (!name || !tenant || !ip) {
 			json_object_put(ok);
@@ -312,9 +315,20 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 				return error_json(-ret, err);
 			}
 		}
-		ret = vrnic_create(d, name, tenant, ip, &vr);
-		if (!ret)
+		ret = vm_parse_cfg(req, &vmc, err, sizeof(err));     /* VM hook: "vm": {"ram_mb": N} */
+		if (ret) {
+			json_object_put(ok);
+			return error_json(-ret, err);
+		}
+		ret = vrnic_create_ex(d, name, tenant, ip, vmc.ram_bytes ? &vmc : NULL, &vr);
+		if (!ret) {
 			ret = apply_settings(vr, req, err, sizeof(err));   /* validated above */
+			if (ret) {      /* a VM's quota range is its RAM, not the window the probe had */
+				vrnic_delete(d, name);
+				json_object_put(ok);
+				return error_json(-ret, err);
+			}
+		}
 		if (ret) {
 			json_object_put(ok);
 			return error_json(-ret, ret == -EINVAL ? "invalid name, tenant (1-32 of [A-Za-z0-9_-]) or ip (A.B.C.D/P)" :

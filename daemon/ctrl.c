@@ -48,7 +48,7 @@ static bool slot_locked(struct urd_vrnic *vr, uint32_t slot)
 void ctx_notify(struct urd_ctx *ctx)
 {
 	urd_fetch_add(&ctx->shm->event_seq, 1);
-	if (!(ctx->vr->hdr->flags & URD_REGION_VM))
+	if (!ctx->vr->vm)     /* private state: the header flag is tenant-writable */
 		urd_futex_wake_all(&ctx->shm->event_seq);
 }
 
@@ -78,6 +78,10 @@ void ctx_post_async(struct urd_ctx *ctx, uint32_t event, uint32_t kind, uint32_t
 
 static void liveness_check(struct urd_vrnic *vr)
 {
+	if (vr->vm) {
+		vm_liveness(vr);        /* VM hook: owner words and heartbeats (vm.c) */
+		return;
+	}
 	for (uint32_t i = 0; i < URD_MAX_CTX; i++) {
 		struct urd_ctx *ctx = vr->ctx[i];
 
@@ -113,7 +117,7 @@ static void serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq)
 	vr->last_seq[slot] = seq;
 	/* pairs with the library's load_acquire of resp_seq */
 	urd_store_release(&s->resp_seq, seq);
-	if (!(vr->hdr->flags & URD_REGION_VM))
+	if (!vr->vm)
 		urd_futex_wake_all(&s->resp_seq);
 }
 
@@ -157,7 +161,7 @@ void *ctrl_thread_main(void *arg)
 			idle = 0;
 			continue;
 		}
-		if (vr->hdr->flags & URD_REGION_VM) {
+		if (vr->vm) {
 			/* no futex reaches a guest's writes: poll, backing off to 1 ms */
 			struct timespec ts = { 0, idle < 100 ? 20000 : 1000000 };
 

@@ -208,6 +208,7 @@ struct urd_vrnic {
 	pthread_t ctrl_thread;
 	bool stop;
 	bool deleting;
+	struct urd_vm *vm;              /* VM vRNIC (vm.c); NULL for containers */
 };
 
 #define URD_QPN_BUCKETS 4096
@@ -238,6 +239,10 @@ extern struct urd_daemon *urd_d;
 extern bool urd_vrnic_threads;
 int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
 		 const char *ip_prefix, struct urd_vrnic **out);
+struct urd_vm_cfg;
+/* vm NULL: a container vRNIC (vrnic_create); else a VM vRNIC (vm.c) */
+int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
+		    const char *ip_prefix, const struct urd_vm_cfg *vm, struct urd_vrnic **out);
 void vrnic_default_limits(struct urd_limits *l);
 int vrnic_set_limits(struct urd_vrnic *vr, const struct urd_limits *l);
 int vrnic_set_qos(struct urd_vrnic *vr, uint64_t rate_bytes, uint64_t burst_bytes,
@@ -267,6 +272,23 @@ void qp_to_error(struct urd_qp *qp, bool async);
 /* fwd.c: the forwarding data path (benchmark baseline); -EOPNOTSUPP when absent */
 int fwd_dispatch(struct urd_vrnic *vr, struct urd_ctx *ctx, const void *req, uint32_t req_len,
 		 void *resp, uint32_t *resp_len);
+
+/* vm.c: VM vRNICs: guest RAM shared with QEMU, guest-physical MR segments,
+ * heartbeat liveness */
+struct json_object;
+struct urd_vm_cfg {
+	uint64_t ram_bytes;             /* 0: not a VM */
+};
+int vm_parse_cfg(struct json_object *req, struct urd_vm_cfg *cfg, char *err, size_t errlen);
+int vm_prepare(struct urd_vrnic *vr, const struct urd_vm_cfg *cfg);
+void vm_init_header(struct urd_vrnic *vr);
+void vm_release(struct urd_vrnic *vr);
+uint64_t vm_ram_bytes(const struct urd_vrnic *vr);
+int vm_translate(struct urd_vrnic *vr, uint64_t gpa, uint64_t len, uint8_t **ptr);
+int vm_copy_seg_table(struct urd_vrnic *vr, const struct urd_mr_seg *pieces, uint32_t npieces,
+		      struct urd_mr_seg **table, uint32_t *nsegs);
+void vm_liveness(struct urd_vrnic *vr);         /* big lock held */
+struct json_object *vm_json(const struct urd_vrnic *vr);
 
 /* admin.c */
 int admin_start(struct urd_daemon *d);

@@ -265,6 +265,8 @@ static void mem_unlink_free(struct urd_vrnic *vr, struct urd_mem *m)
 
 static void mem_put(struct urd_vrnic *vr, struct urd_mem *m)
 {
+	if (!m)
+		return;         /* a VM MR's segment: guest RAM, no window piece */
 	if (--m->refs == 0 && m->freed_by_tenant)
 		mem_unlink_free(vr, m);
 }
@@ -278,6 +280,8 @@ static int op_mem_alloc(struct handler_args *a, const void *req, uint32_t len UR
 	uint64_t off;
 	int ret;
 
+	if (vr->vm)
+		return -EOPNOTSUPP;     /* VM hook: registered memory stays in guest RAM */
 	if (!r->len || r->len % URD_PAGE_SIZE || r->len > vr->memwin.size)
 		return -EINVAL;
 	if (vr->memwin.used + r->len > vr->lim.max_mem_bytes)
@@ -304,6 +308,8 @@ static int op_mem_free(struct handler_args *a, const void *req, uint32_t len URD
 {
 	REQ(urd_mem_req);
 
+	if (a->vr->vm)
+		return -EOPNOTSUPP;     /* VM hook: no window */
 	for (struct urd_mem *m = a->vr->mems; m; m = m->next) {
 		if (m->off == r->off && m->len == r->len && !m->freed_by_tenant && m->ctx == a->ctx) {
 			m->freed_by_tenant = true;
@@ -334,6 +340,9 @@ static int op_reg_mr(struct handler_args *a, const void *req, uint32_t len, void
 	RESP(urd_reg_mr_resp);
 	struct urd_vrnic *vr = a->vr;
 	struct urd_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
+	const struct urd_mr_seg *segs = r->segs;
+	struct urd_mr_seg *table = NULL;
+	uint32_t nsegs = r->nsegs;
 	uint64_t total = 0;
 	struct urd_mr *mr;
 	uint32_t b;
@@ -353,28 +362,45 @@ static int op_reg_mr(struct handler_args *a, const void *req, uint32_t len, void
 	if (!r->nsegs || r->nsegs > URD_MR_MAX_SEGS ||
 	    len < sizeof(*r) + (uint64_t)r->nsegs * sizeof(r->segs[0]))
 		return -EINVAL;
+	if (r->flags & URD_REG_MR_INDIRECT) {
+		/* VM hook: the segments are a table in guest RAM; work on a copy */
+		if (!vr->vm)
+			return -EINVAL;
+		ret = vm_copy_seg_table(vr, r->segs, r->nsegs, &table, &nsegs);
+		if (ret)
+			return ret;
+		segs = table;
+	}
 	mr = calloc(1, sizeof(*mr));
-	if (!mr)
+	if (!mr) {
+		free(table);
 		return -ENOMEM;
-	mr->segs = calloc(r->nsegs, sizeof(*mr->segs));
+	}
+	mr->segs = calloc(nsegs, sizeof(*mr->segs));
 	if (!mr->segs) {
 		ret = -ENOMEM;
 		goto err_mr;
 	}
-	for (uint32_t i = 0; i < r->nsegs; i++) {
-		struct urd_mem *m = mem_containing(vr, r->segs[i].off, r->segs[i].len);
+	for (uint32_t i = 0; i < nsegs; i++) {
+		struct urd_mem *m = vr->vm ? NULL : mem_containing(vr, segs[i].off, segs[i].len);
+		uint8_t *gptr = NULL;
 
-		if (!r->segs[i].len || !m || total + r->segs[i].len > r->length) {
+		/* VM hook: a segment is guest-physical; vm_translate checks that
+		 * it is guest RAM and gives the daemon's address of it */
+		if (vr->vm && vm_translate(vr, segs[i].off, segs[i].len, &gptr))
+			gptr = NULL;
+		if (!segs[i].len || (!m && !gptr) || total + segs[i].len > r->length) {
 			ret = -EINVAL;
 			goto err_segs;
 		}
 		mr->segs[i].mr_off = total;
-		mr->segs[i].len = r->segs[i].len;
-		mr->segs[i].ptr = vr->map + URD_REGION_CTRL_SIZE + r->segs[i].off;
+		mr->segs[i].len = segs[i].len;
+		mr->segs[i].ptr = gptr ? gptr : vr->map + URD_REGION_CTRL_SIZE + segs[i].off;
 		mr->segs[i].mem = m;
-		m->refs++;
+		if (m)
+			m->refs++;
 		mr->nsegs = i + 1;
-		total += r->segs[i].len;
+		total += segs[i].len;
 	}
 	if (total != r->length) {
 		ret = -EINVAL;
@@ -400,6 +426,7 @@ static int op_reg_mr(struct handler_args *a, const void *req, uint32_t len, void
 	o->handle = mr->obj.handle;
 	o->lkey = mr->lkey;
 	o->rkey = mr->rkey;
+	free(table);
 	return 0;
 
 err_segs:
@@ -408,6 +435,7 @@ err_segs:
 	free(mr->segs);
 err_mr:
 	free(mr);
+	free(table);
 	return ret;
 }
 

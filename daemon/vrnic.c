@@ -308,6 +308,8 @@ static void init_header(struct urd_vrnic *vr, uint64_t file_size)
 	port->gid[11] = 0xff;
 	memcpy(&port->gid[12], &vr->vip, 4);
 	port->vip = vr->vip;
+	if (vr->vm)
+		vm_init_header(vr);     /* VM hook: no window, URD_REGION_VM (vm.c) */
 
 	h->daemon_epoch = vr->d->epoch;
 	urd_store_release(&h->daemon_state, URD_STATE_RUNNING);
@@ -318,9 +320,16 @@ static void init_header(struct urd_vrnic *vr, uint64_t file_size)
 int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
 		 const char *ip_prefix, struct urd_vrnic **out)
 {
+	return vrnic_create_ex(d, name, tenant, ip_prefix, NULL, out);
+}
+
+int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
+		    const char *ip_prefix, const struct urd_vm_cfg *vm, struct urd_vrnic **out)
+{
 	struct urd_vrnic *vr;
 	char path[600];
-	uint64_t size = URD_REGION_CTRL_SIZE + URD_MEMWIN_DEFAULT;
+	/* VM hook: a VM's region is only the control part (the BAR) */
+	uint64_t size = URD_REGION_CTRL_SIZE + (vm ? 0 : URD_MEMWIN_DEFAULT);
 	int slot = -1, ret;
 
 	if (!valid_name(name) || !valid_name(tenant))
@@ -387,10 +396,17 @@ int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
 	guard_add(vr->map, size);
 	vr->hdr = (struct urd_region_hdr *)vr->map;
 	vr->db = (struct urd_doorbells *)(vr->map + URD_DB_OFF);
+	if (vm) {               /* VM hook: guest RAM (vm.c) */
+		ret = vm_prepare(vr, vm);
+		if (ret)
+			goto err_map;
+	}
 	ret = alloc_init(&vr->arena, URD_ARENA_OFF, URD_ARENA_SIZE);
 	if (ret)
 		goto err_map;
-	ret = alloc_init(&vr->memwin, 0, size - URD_REGION_CTRL_SIZE);
+	/* a VM has no window (MEM_ALLOC is refused); the guest RAM size stands
+	 * in so that the registered-bytes quota ranges over it */
+	ret = alloc_init(&vr->memwin, 0, vr->vm ? vm_ram_bytes(vr) : size - URD_REGION_CTRL_SIZE);
 	if (ret)
 		goto err_arena;
 	init_header(vr, size);
@@ -413,6 +429,7 @@ err_mem:
 err_arena:
 	alloc_fini(&vr->arena);
 err_map:
+	vm_release(vr);
 	guard_remove(vr->map);
 	munmap(vr->map, size);
 err_file:
@@ -457,6 +474,7 @@ static void vrnic_teardown(struct urd_daemon *d, struct urd_vrnic *vr, uint32_t 
 	guard_remove(vr->map);
 	munmap(vr->map, vr->map_size);
 	close(vr->fd);
+	vm_release(vr);         /* VM hook: guest RAM mapping and file */
 	/* tenants keep their mappings; the name goes so a new vRNIC starts clean */
 	snprintf(path, sizeof(path), "%s/region", vr->dir);
 	unlink(path);

@@ -210,7 +210,7 @@ static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 
 		if (!vr)
 			continue;
-		if (vr->hdr->flags & URD_REGION_VM)
+		if (vr->vm)      /* not the header flag: tenant-writable */
 			poll_only = true;
 		w[n].val = urd_load_acquire(&vr->hdr->engine_wake);
 		w[n].uaddr = (uintptr_t)&vr->hdr->engine_wake;

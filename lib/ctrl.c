@@ -76,7 +76,9 @@ bool urd_daemon_gone(struct urd_context *ctx)
 
 	if (st == URD_STATE_DEAD || st == URD_STATE_DELETED)
 		return true;
-	if ((ctx->hdr->flags & URD_REGION_VM) || ctx->lock_fd < 0)
+	if (ctx->vm)
+		return urd_vm_daemon_stalled(ctx);      /* VM hook: its heartbeat (vm.c) */
+	if (ctx->lock_fd < 0)
 		return false;
 	memset(&fl, 0, sizeof(fl));
 	fl.l_type = F_WRLCK;
@@ -127,6 +129,8 @@ static int wait_response(struct urd_context *ctx, uint32_t seq)
 		if (ctx->vm) {
 			struct timespec ts = { 0, VM_POLL_NS };
 
+			/* a VM context is alive while this moves (vm.c) */
+			urd_fetch_add(&ctx->slot->heartbeat, 1);
 			nanosleep(&ts, NULL);
 		} else {
 			/* EAGAIN (value changed), EINTR and ETIMEDOUT all

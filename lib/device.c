@@ -7,6 +7,10 @@
  * part, claims a mailbox slot with an OFD lock (the daemon's proof that the
  * context is alive: the kernel drops the lock when the process dies) and says
  * hello with URD_OP_OPEN_CTX.
+ *
+ * In a VM guest a vRNIC is an ivshmem PCI device whose BAR is the region;
+ * lib/vm.c finds those and claims slots there by compare-and-swap instead.
+ * Both kinds are listed when both exist.
  */
 #include <dirent.h>
 #include <endian.h>
@@ -20,8 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "priv.h"
 #include "fwd.h"
+#include "priv.h"
 
 #undef ibv_query_port
 
@@ -77,7 +81,8 @@ static int read_hdr(const char *path, struct urd_region_hdr *out)
 	return 0;
 }
 
-static struct urd_device *probe(const char *devdir, const char *entry, int index)
+/* path: a region file, or (vm) a guest's ivshmem BAR (lib/vm.c). */
+static struct urd_device *probe(const char *path, const char *entry, int index, bool vm)
 {
 	struct urd_region_hdr h;
 	struct urd_device *dev;
@@ -86,8 +91,9 @@ static struct urd_device *probe(const char *devdir, const char *entry, int index
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return NULL;
-	if (snprintf(dev->region_path, sizeof(dev->region_path), "%s/%s/region",
-		     devdir, entry) >= (int)sizeof(dev->region_path))
+	dev->vm = vm;
+	if (snprintf(dev->region_path, sizeof(dev->region_path), "%s", path) >=
+	    (int)sizeof(dev->region_path))
 		goto fail;
 	if (read_hdr(dev->region_path, &h)) {
 		urd_dbg("%s: cannot read the region header", dev->region_path);
@@ -132,7 +138,8 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 	const char *devdir = getenv("UNIRDMA_DEVDIR");
 	struct dirent **names = NULL;
 	struct ibv_device **list;
-	int n, count = 0;
+	char **bars = NULL, path[PATH_MAX];
+	int n, count = 0, nbars;
 
 	if (!devdir || !*devdir)
 		devdir = DEFAULT_DEVDIR;
@@ -144,22 +151,37 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 		urd_dbg("%s: %s; no devices", devdir, strerror(errno));
 		n = 0;
 	}
-	list = calloc((size_t)n + 1, sizeof(*list));
+	nbars = urd_vm_find_bars(&bars);        /* VM hook: ivshmem BARs in a guest */
+	list = calloc((size_t)n + (size_t)nbars + 1, sizeof(*list));
 	if (!list) {
 		for (int i = 0; i < n; i++)
 			free(names[i]);
 		free(names);
+		for (int i = 0; i < nbars; i++)
+			free(bars[i]);
+		free(bars);
 		errno = ENOMEM;
 		return NULL;
 	}
 	for (int i = 0; i < n; i++) {
-		struct urd_device *dev = probe(devdir, names[i]->d_name, count);
+		struct urd_device *dev = NULL;
 
+		if (snprintf(path, sizeof(path), "%s/%s/region", devdir, names[i]->d_name) <
+		    (int)sizeof(path))
+			dev = probe(path, names[i]->d_name, count, false);
 		if (dev)
 			list[count++] = &dev->vdev.device;
 		free(names[i]);
 	}
 	free(names);
+	for (int i = 0; i < nbars; i++) {
+		struct urd_device *dev = probe(bars[i], "ivshmem", count, true);
+
+		if (dev)
+			list[count++] = &dev->vdev.device;
+		free(bars[i]);
+	}
+	free(bars);
 	if (num_devices)
 		*num_devices = count;
 	return list;
@@ -343,7 +365,8 @@ static int open_ctx(struct urd_device *dev, struct urd_context **out)
 	if (fd < 0)
 		return errno == ENOENT ? -ENODEV : -errno;
 	if (fstat(fd, &st) || st.st_size < (off_t)URD_HDR_SIZE ||
-	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+	    (dev->vm ? urd_vm_read_hdr(fd, &h) :       /* VM hook: a BAR is mapped, not read */
+	     pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))) {
 		close(fd);
 		return -ENODEV;
 	}
@@ -387,7 +410,9 @@ static int open_ctx(struct urd_device *dev, struct urd_context **out)
 		ret = -errno;
 		goto err_unmap;
 	}
-	ret = claim_slot(ctx->lock_fd, h.nslots, &ctx->slot_idx);
+	/* VM hook: no lock reaches the host; claim by compare-and-swap (vm.c) */
+	ret = ctx->vm ? urd_vm_claim_slot(ctx, h.nslots, &ctx->slot_idx)
+		      : claim_slot(ctx->lock_fd, h.nslots, &ctx->slot_idx);
 	if (ret) {
 		urd_dbg("%s: no free context slot (%d in use)", dev->region_path,
 			h.nslots);
@@ -455,6 +480,7 @@ err_close_ctx:
 err_evq:
 	urd_evq_fini(&ctx->async_q);
 err_lock:
+	urd_vm_release_slot(ctx);       /* no-op unless a VM slot was claimed */
 	close(ctx->lock_fd);
 err_unmap:
 	munmap(ctx->region, ctx->ctrl_size);
@@ -494,6 +520,7 @@ int ibv_close_device(struct ibv_context *context)
 	urd_mem_detach(ctx);
 	if (!urd_ctx_dead(ctx))
 		urd_ctrl_handle(ctx, URD_OP_CLOSE_CTX, 0);
+	urd_vm_release_slot(ctx);       /* VM: give the slot back (no-op otherwise) */
 	urd_evq_fini(&ctx->async_q);
 	if (ctx->lock_fd >= 0)
 		close(ctx->lock_fd);

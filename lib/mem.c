@@ -28,9 +28,9 @@
  * the liveness lock fds: the child has no usable contexts, its control verbs
  * fail with EIO, its destroy verbs clean up locally.
  *
- * VM path (later): registered memory stays in guest RAM; the guest pins the
- * buffer and describes its guest-physical pages as segments.  It plugs in at
- * build_segments_vm().
+ * VM path: registered memory stays in guest RAM; the pages are pinned and
+ * described by their guest-physical addresses (lib/vm.c).  Such an MR has
+ * no runs; reg_mr_vm() below is the whole difference here.
  *
  * Everything here runs under mem_lock (a slow path).  Lock order: mem_lock ->
  * ctx->ev_lock (fork only) and mem_lock -> ctx->ctrl_lock (messages).
@@ -76,6 +76,7 @@ struct urd_mr {
 	struct urd_context *ctx;
 	struct urd_run **runs;          /* each run once, address order */
 	size_t nruns;
+	bool vm;                        /* pinned guest pages (vm.c), no runs */
 	struct urd_mr *next;            /* ctx->mrs */
 };
 
@@ -330,10 +331,36 @@ static int check_access(unsigned int access)
 }
 
 /* The VM hook: a guest's memory is not moved but pinned and translated to
- * guest-physical segments. */
-static int build_segments_vm(struct urd_context *ctx URD_UNUSED, void *addr URD_UNUSED, size_t length URD_UNUSED)
+ * guest-physical segments (lib/vm.c). */
+static int reg_mr_vm(struct urd_context *ctx, struct ibv_pd *pd, void *addr, size_t length,
+		     uint64_t iova, unsigned int access, struct urd_mr **out)
 {
-	return -EOPNOTSUPP;
+	struct urd_mr *mr;
+	int ret;
+
+	if (!ctx->dev->vm)
+		return -EOPNOTSUPP;     /* a VM's region opened outside its guest */
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	ret = urd_vm_reg_mr(ctx, pd->handle, (uintptr_t)addr, length, iova,
+			    access & PERM_ACCESS, &mr->ibv);
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	mr->vm = true;
+	pthread_mutex_lock(&mem_lock);
+	mr->ctx = ctx;
+	mr->next = ctx->mrs;
+	ctx->mrs = mr;
+	pthread_mutex_unlock(&mem_lock);
+	mr->ibv.context = pd->context;
+	mr->ibv.pd = pd;
+	mr->ibv.addr = addr;
+	mr->ibv.length = length;
+	*out = mr;
+	return 0;
 }
 
 /* Reference (moving where needed) every page under [a, a + length) and list
@@ -451,7 +478,7 @@ static int reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 	if (ret)
 		return ret;
 	if (ctx->vm)
-		return build_segments_vm(ctx, addr, length);
+		return reg_mr_vm(ctx, pd, addr, length, iova, access, out);
 	if (!md || !md->mem_size)
 		return -EOPNOTSUPP;
 
@@ -562,6 +589,8 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	for (size_t k = 0; k < mr->nruns; k++)
 		run_put(ctx->mem, mr->runs[k], true);
 	pthread_mutex_unlock(&mem_lock);
+	if (mr->vm)
+		urd_vm_unpin((uintptr_t)ibmr->addr, ibmr->length);
 	free(mr->runs);
 	free(mr);
 	return 0;
@@ -668,6 +697,8 @@ void urd_mem_detach(struct urd_context *ctx)
 		ctx->mrs = mr->next;
 		for (size_t k = 0; k < mr->nruns; k++)
 			run_put(md, mr->runs[k], mr->runs[k]->owner != ctx);
+		if (mr->vm)
+			urd_vm_unpin((uintptr_t)mr->ibv.addr, mr->ibv.length);
 		free(mr->runs);
 		free(mr);
 	}

@@ -65,6 +65,7 @@ struct urd_device {
 	int refcnt;                     /* list + open contexts; atomic */
 	int index;
 	uint64_t node_guid;             /* host order, as in the header */
+	bool vm;                        /* an ivshmem BAR in a VM guest (vm.c) */
 	char region_path[PATH_MAX];
 };
 
@@ -143,6 +144,8 @@ struct urd_context {
 	uint32_t ctx_id;
 	bool vm;                        /* URD_REGION_VM: never use futexes */
 	int lock_fd;                    /* OFD lock on byte slot_idx = liveness */
+	uint32_t vm_owner;              /* VM: our token in slot->vm_owner (vm.c) */
+	uint64_t vm_dhb, vm_dhb_ns;     /* VM: daemon heartbeat last seen, when */
 
 	/* mailbox: one request at a time per context */
 	pthread_mutex_t ctrl_lock;
@@ -408,5 +411,15 @@ void urd_ah_to_urd(const struct ibv_ah_attr *in, struct urd_ah *out);
 void urd_ah_from_urd(const struct urd_ah *in, struct ibv_ah_attr *out);
 
 bool urd_daemon_gone(struct urd_context *ctx);
+
+/* vm.c: the library in a QEMU guest (ivshmem BAR, CAS slots, pinned MRs) */
+int urd_vm_find_bars(char ***paths);    /* malloc'd resource2 paths; count */
+int urd_vm_read_hdr(int fd, struct urd_region_hdr *h);
+int urd_vm_claim_slot(struct urd_context *ctx, uint32_t nslots, uint32_t *slot);
+void urd_vm_release_slot(struct urd_context *ctx);
+bool urd_vm_daemon_stalled(struct urd_context *ctx);
+int urd_vm_reg_mr(struct urd_context *ctx, uint32_t pd_handle, uintptr_t a, size_t len,
+		  uint64_t iova, unsigned int access, struct ibv_mr *mr);
+void urd_vm_unpin(uintptr_t a, size_t len);
 
 #endif

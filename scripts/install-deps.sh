@@ -12,8 +12,18 @@ pkgs=(
 	ibverbs-utils perftest qperf     # unmodified verbs programs the tests and the demo run
 	iproute2 util-linux procps       # ip, unshare/nsenter, ps: containers and their network
 	strace valgrind python3          # test tooling
+	qemu-system-x86 busybox-static cpio # VM tests: QEMU guests (tests/vm/); the kernel: see below
 	gnuplot-nox fonts-dejavu-core ucx-utils # bench/: the report's plots and their font; UCX's ucx_perftest
 )
+
+# The VM tests' guest kernel comes from linux-image-amd64, fetched with
+# `apt-get download` and unpacked (never installed: that would change the
+# host's /boot and run its initramfs hook) into /var/cache/unirdma/vm.
+fetch_guest_kernel() {
+	[ "$(id -u)" -eq 0 ] || return 0
+	"$(dirname "$0")/../tests/vm/build-image.sh" --fetch-kernel ||
+		echo "install-deps: warning: no guest kernel for the VM tests (they will skip)" >&2
+}
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -25,6 +35,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#pkgs[@]} packages already installed"
+	fetch_guest_kernel
 	exit 0
 fi
 
@@ -38,4 +49,5 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fetch_guest_kernel
 echo "install-deps: done"

@@ -322,7 +322,9 @@ struct urd_async_event {
 /* A context slot: claimed by the library with an open-file-description
  * write lock on byte <slot index> of the region file (F_OFD_SETLK); the
  * kernel drops the lock when the process dies, which is how the daemon
- * learns that the context is gone. */
+ * learns that the context is gone.  In a VM region (URD_REGION_VM) no lock
+ * reaches the host: the slot is claimed through vm_owner and the context is
+ * alive while its heartbeat moves (lib/vm.c, daemon/vm.c). */
 struct urd_slot_hdr {
 	/* line 0, tenant: request published when req_seq changes. */
 	uint32_t req_seq;
@@ -341,12 +343,20 @@ struct urd_slot_hdr {
 	uint8_t  pad4[URD_CACHELINE - 4];
 	/* line 5, tenant: heartbeat for tenants without process liveness (VMs). */
 	uint64_t heartbeat;
-	uint8_t  pad5[URD_CACHELINE - 8];
+	/* VM regions only (no OFD lock reaches a guest): a guest process claims
+	 * the slot by compare-and-swap of 0 -> a non-zero token and gives it back
+	 * by storing 0 after CLOSE_CTX; the daemon stores 0 when the heartbeat
+	 * stopped (daemon/vm.c). */
+	uint32_t vm_owner;
+	uint32_t vm_reserved;
+	uint8_t  pad5[URD_CACHELINE - 16];
 	struct urd_async_event async[URD_ASYNC_RING_N];
 	uint8_t  pad6[URD_SLOT_HDR_SIZE - 6 * URD_CACHELINE - URD_ASYNC_RING_N * 16];
 };
 static_assert(offsetof(struct urd_slot_hdr, resp_seq) == 64, "resp line");
 static_assert(offsetof(struct urd_slot_hdr, async) == 384, "async ring");
+static_assert(offsetof(struct urd_slot_hdr, heartbeat) == 320, "heartbeat line");
+static_assert(offsetof(struct urd_slot_hdr, vm_owner) == 328, "vm owner word");
 static_assert(sizeof(struct urd_slot_hdr) == URD_SLOT_HDR_SIZE, "slot header");
 
 /* Request area at slot + URD_SLOT_HDR_SIZE, response area URD_MSG_MAX later. */
@@ -437,7 +447,14 @@ struct urd_mem_resp {
 /* REG_MR: the MR covers [iova, iova + length).  Its bytes are described in
  * order by segments: segment i covers the next segs[i].len bytes and lives at
  * segs[i].off in the tenant's memory space (container: offset in the memory
- * window, inside allocations of this context; VM: guest-physical address). */
+ * window, inside allocations of this context; VM: guest-physical address).
+ *
+ * URD_REG_MR_INDIRECT (VM regions only): more segments than a message holds.
+ * segs[] then describe, in order, the guest-physical pieces of a table of
+ * struct urd_mr_seg in guest RAM; the table is their concatenation (a
+ * multiple of 16 bytes, at most URD_MR_MAX_SEGS_INDIRECT entries) and its
+ * entries are the MR's segments.  The daemon copies the table during the
+ * request; the guest may free it once the answer came. */
 struct urd_mr_seg {
 	uint64_t off;
 	uint64_t len;
@@ -449,10 +466,12 @@ struct urd_reg_mr_req {
 	uint64_t iova;
 	uint64_t length;
 	uint32_t nsegs;
-	uint32_t reserved;
+	uint32_t flags;             /* URD_REG_MR_*; was reserved (0) */
 	struct urd_mr_seg segs[];
 };
 #define URD_MR_MAX_SEGS ((URD_MSG_MAX - sizeof(struct urd_reg_mr_req)) / sizeof(struct urd_mr_seg))
+#define URD_REG_MR_INDIRECT      1u
+#define URD_MR_MAX_SEGS_INDIRECT (1u << 20)
 struct urd_reg_mr_resp {
 	struct urd_msg_hdr hdr;
 	uint32_t handle;

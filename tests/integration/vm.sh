@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# vm.sh: the same vRNIC served to QEMU guests (ivshmem BAR + shared guest
+# RAM), between guests and containers, through one unirdmad.
+#
+# Each case boots one or two small guests under TCG (Debian's kernel, an
+# initramfs with busybox, Debian's verbs programs and our libibverbs.so.1:
+# tests/vm/build-image.sh) with QEMU in a container of the guest's vRNIC
+# (tests/vm/vmlib.sh).  vRNICs of tenant t1: vma (guest, .1), vmb (guest,
+# .3), ca (container, .2), cb (container, .4), subnet 10.77.N.0/24.
+#
+#   attach            vm-args; the guest finds the vRNIC by its PCI device
+#   rc_pingpong       ibv_rc_pingpong -c: server in a guest, client in a container
+#   rc_pingpong_events  ibv_rc_pingpong -e -c: server in a container, client in a guest
+#   ib_write_bw ib_send_bw   perftest, server in a guest
+#   ib_read_lat ib_atomic_bw perftest, client in a guest
+#   opcodes_vm_container     every opcode both ways, data checked (urd_vmtool)
+#   opcodes_vm_vm            the same between two guests
+#   ram_above_4g      a 4 GiB guest: MRs in RAM above the PCI hole (GPA >= 4 GiB)
+#   big_mr            an MR of 8192 scattered guest frames (segment table in guest RAM)
+#   kill_vm           SIGKILL of QEMU: the peer's QP fails, everything is released
+#   poweroff_vm       the guest powers off under a live QP: the same
+#   daemon_killed     SIGKILL of unirdmad: the guest sees it (heartbeat) and
+#                     completes its work in error
+#   hostile           registrations outside guest RAM are refused; a guest
+#                     scribbling over its BAR does not disturb the daemon or
+#                     two containers working meanwhile
+. "$(dirname "$0")/lib.sh"
+. "$TOP/tests/vm/vmlib.sh"
+
+CASE_SETUP=vm_setup
+# the daemon's VM heartbeat timeout: 1 s by default; a 2-core machine under
+# the load of a TCG guest and a test suite gets some slack
+export UNIRDMA_VM_DEAD_MS=${UNIRDMA_VM_DEAD_MS:-2000}
+# seconds a guest may take, boot included
+CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-90}
+
+vm_setup() {
+	vm_prepare
+	start_daemon
+	local n=$SUBNET
+	VR_A=ca VR_B=cb IP_A=10.77.$n.2 IP_B=10.77.$n.4
+	VM_A=vma VM_B=vmb IPV_A=10.77.$n.1 IPV_B=10.77.$n.3
+	"$UNIRDMA" vrnic create "$VM_A" --tenant t1 --ip "$IPV_A/24" --vm --vm-ram 512M >/dev/null || die "vrnic create $VM_A --vm failed"
+	"$UNIRDMA" vrnic create "$VM_B" --tenant t1 --ip "$IPV_B/24" --vm --vm-ram 512M >/dev/null || die "vrnic create $VM_B --vm failed"
+	"$UNIRDMA" vrnic create "$VR_A" --tenant t1 --ip "$IP_A/24" >/dev/null || die "vrnic create $VR_A failed"
+	"$UNIRDMA" vrnic create "$VR_B" --tenant t1 --ip "$IP_B/24" >/dev/null || die "vrnic create $VR_B failed"
+	say "vRNICs: guests $VM_A $IPV_A, $VM_B $IPV_B; containers $VR_A $IP_A, $VR_B $IP_B (tenant t1)"
+}
+
+jq_vrnic() { "$UNIRDMA" --json vrnic show "$1" | python3 -c "import json,sys; v=json.load(sys.stdin)['vrnic']; print($2)"; }
+
+# objects VRNIC: "contexts pds mrs cqs qps srqs" of a vRNIC.
+objects() { jq_vrnic "$1" "v['contexts'], v['pds'], v['mrs'], v['cqs'], v['qps'], v['srqs']"; }
+
+# released VRNIC SECONDS: every object of VRNIC is gone within SECONDS.
+released() {
+	local i o
+	for ((i = 0; i < $2 * 10; i++)); do
+		o=$(objects "$1")
+		[ "$o" = "0 0 0 0 0 0" ] && { say "  $1 holds nothing after $((i / 10)).$((i % 10)) s"; return 0; }
+		sleep 0.1
+	done
+	say "  $1 still holds contexts pds mrs cqs qps srqs = $o"
+	return 1
+}
+
+case_attach() {
+	local args
+	args=$("$UNIRDMA" vm-args "$VM_A")
+	say "unirdma vm-args $VM_A: $args"
+	check "the region is an ivshmem-plain device on a shared backend" \
+		grep -q "memory-backend-file,id=urd-bar,share=on,mem-path=$STATE/vrnics/$VM_A/region,size=256M -device ivshmem-plain,memdev=urd-bar" <<<"$args"
+	check "guest RAM is the daemon's shared file, its layout pinned" \
+		grep -q -- "-machine pc,memory-backend=urd-ram,max-ram-below-4g=3G -m 512M -object memory-backend-file,id=urd-ram,share=on,mem-path=$STATE/vrnics/$VM_A/guest-ram,size=512M" <<<"$args"
+	check "the daemon created guest-ram with the guest's size" \
+		test "$(stat -c %s "$STATE/vrnics/$VM_A/guest-ram")" = $((512 << 20))
+	check "the region file is exactly the BAR" test "$(stat -c %s "$STATE/vrnics/$VM_A/region")" = $((256 << 20))
+	check "a VM vRNIC's 'vm' object says what the guest RAM is" \
+		test "$(jq_vrnic "$VM_A" "v['vm']['ram_bytes'], v['vm']['lowmem_bytes'], v['vm']['highmem_bytes']")" = "536870912 536870912 0"
+	check "vm-args refuses a container vRNIC" bash -c "! '$UNIRDMA' vm-args '$VR_A' 2>/dev/null"
+	"$UNIRDMA" vrnic create big --tenant t1 --ip "10.77.$SUBNET.9/24" --vm-ram 4G >/dev/null
+	check "4 GiB of guest RAM: 3 GiB below the PCI hole, 1 GiB from 4 GiB" \
+		test "$(jq_vrnic big "v['vm']['lowmem_bytes'], v['vm']['highmem_bytes']")" = "3221225472 1073741824"
+	"$UNIRDMA" vrnic delete big >/dev/null
+	check "deleting a VM vRNIC removes its guest RAM" test ! -e "$STATE/vrnics/big"
+
+	vm_boot a "$VM_A" "grep -l 0x1110 /sys/bus/pci/devices/*/device
+ibv_devices
+UNIRDMA_DEBUG=1 ibv_devinfo -v 2>&1 | grep -E 'unirdma|hca_id|GID|max_mr_size|state|link_layer'"
+	vm_finish a 90 || return 1
+	local con=${VM_DIR[a]}/console
+	check "the guest lists the vRNIC by its name from the region header" grep -qE "^[[:space:]]*${VM_A}[[:space:]]+0200" "$con"
+	check "found as an ivshmem PCI device" grep -q "1 ivshmem device(s) under /sys/bus/pci/devices" "$con"
+	check "GID 0 is ::ffff:$IPV_A" grep -q "GID\[ *0\]:.*::ffff:$IPV_A" "$con"
+	check "max_mr_size is the guest's RAM" grep -q "max_mr_size:.*0x20000000" "$con"
+	check "the port is active, Ethernet (RoCE)" grep -q "PORT_ACTIVE" "$con"
+	check "the guest's contexts are gone after it closed them" released "$VM_A" 5
+	checks_result
+}
+
+case_rc_pingpong() {
+	vm_serves "$VM_A" "ibv_rc_pingpong -g 0 -n 200 -c" "$VR_A" "ibv_rc_pingpong -g 0 -n 200 -c $IPV_A" || return 1
+	check "the container's client finished 200 iterations" grep -q "200 iters" "$PAIR_CLIENT_OUT"
+	check "so did the guest's server" grep -q "200 iters" "${VM_DIR[s]}/console"
+	checks_result
+}
+
+case_rc_pingpong_events() {
+	container_serves "$VR_A" "ibv_rc_pingpong -g 0 -n 100 -e -c" \
+		"$VM_A" "ibv_rc_pingpong -g 0 -n 100 -e -c $IP_A" || return 1
+	check "the guest's client (completion events) finished 100 iterations" grep -q "100 iters" "${VM_DIR[c]}/console"
+	check "so did the container's server" grep -q "100 iters" "$PAIR_SERVER_OUT"
+	checks_result
+}
+
+# results_ok FILE bw|lat: perftest's result rows have non-zero figures
+# (as in perftest.sh).
+results_ok() {
+	awk -v kind="$2" '
+		{ sub(/^  \| /, "") }
+		$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 4 && $3 ~ /^[0-9.]+$/ {
+			rows++
+			v = (kind == "bw") ? $NF : (NF >= 6 ? $6 : $3)
+			if (v + 0 <= 0) { bad++; print "  zero figure in: " $0 }
+		}
+		END { if (!rows) print "  no result rows"; exit !(rows && !bad) }' "$1"
+}
+
+# op_bytes VRNIC rx|tx OPCODE: bytes of OPCODE the vRNIC served / sent.
+op_bytes() { jq_vrnic "$1" "v['counters']['by_opcode']['$3']['$2_bytes']"; }
+
+perf_vm_server() {
+	local prog=$1 kind=$2 op=$3 dir=$4
+	shift 4
+	vm_serves "$VM_A" "$prog -F $*" "$VR_A" "$prog -F $* $IPV_A" || return 1
+	check "the container's client reports non-zero figures" results_ok "$PAIR_CLIENT_OUT" "$kind"
+	check "the guest's vRNIC $dir $op bytes ($(op_bytes "$VM_A" "$dir" "$op"))" test "$(op_bytes "$VM_A" "$dir" "$op")" -gt 0
+	checks_result
+}
+
+perf_vm_client() {
+	local prog=$1 kind=$2 op=$3 dir=$4
+	shift 4
+	container_serves "$VR_A" "$prog -F $*" "$VM_A" "$prog -F $* $IP_A" || return 1
+	check "the guest's client reports non-zero figures" results_ok "${VM_DIR[c]}/console" "$kind"
+	check "the guest's vRNIC $dir $op bytes ($(op_bytes "$VM_A" "$dir" "$op"))" test "$(op_bytes "$VM_A" "$dir" "$op")" -gt 0
+	checks_result
+}
+
+case_opcodes_vm_container() {
+	vm_serves "$VM_A" "urd_vmtool opcodes" "$VR_A" "$BUILD/vm/urd_vmtool opcodes $IPV_A" || return 1
+	check "every check passed in the container" grep -q "PASSED" "$PAIR_CLIENT_OUT"
+	check "every check passed in the guest" grep -q "PASSED" "${VM_DIR[s]}/console"
+	checks_result
+}
+
+case_opcodes_vm_vm() {
+	vm_boot s "$VM_A" ". /etc/urd-lib.sh
+urd_serve 18515 urd_vmtool opcodes"
+	vm_boot c "$VM_B" "urd_vmtool opcodes $IPV_A"
+	local crc src
+	vm_finish c "$CLIENT_TIMEOUT"
+	crc=$?
+	vm_finish s 30
+	src=$?
+	[ "$crc" = 0 ] && [ "$src" = 0 ] || { say "client $crc, server $src"; return 1; }
+	check "every check passed in guest $VM_B" grep -q "PASSED" "${VM_DIR[c]}/console"
+	check "every check passed in guest $VM_A" grep -q "PASSED" "${VM_DIR[s]}/console"
+	checks_result
+}
+
+case_ram_above_4g() {
+	"$UNIRDMA" vrnic create vmc --tenant t1 --ip "10.77.$SUBNET.5/24" --vm --vm-ram 4G >/dev/null || return 1
+	check "4 GiB: 3 GiB below the PCI hole, 1 GiB above 4 GiB" \
+		test "$(jq_vrnic vmc "v['vm']['lowmem_bytes'], v['vm']['highmem_bytes']")" = "3221225472 1073741824"
+	vm_serves vmc "env UNIRDMA_DEBUG=1 urd_vmtool opcodes" "$VR_A" "$BUILD/vm/urd_vmtool opcodes 10.77.$SUBNET.5" || return 1
+	grep "reg_mr" "${VM_DIR[s]}/console" | sed 's/^/  /'
+	check "the guest's MR lies above 4 GiB" grep -qE "GPAs 0x1[0-9a-f]{8}-" "${VM_DIR[s]}/console"
+	check "every check passed in the guest and in the container" \
+		eval 'grep -q PASSED "${VM_DIR[s]}/console" && grep -q PASSED "$PAIR_CLIENT_OUT"'
+	checks_result
+}
+
+case_big_mr() {
+	vm_boot b "$VM_A" "UNIRDMA_DEBUG=1 urd_vmtool bigmr 32 2>/tmp/debug
+rc=\$?
+grep 'reg_mr' /tmp/debug
+exit \$rc"
+	vm_finish b 90 || return 1
+	check "the 32 MiB MR needed a segment table in guest RAM" grep -q "segment(s) in a table in guest RAM" "${VM_DIR[b]}/console"
+	check "every RDMA WRITE and READ through it was right" grep -q PASSED "${VM_DIR[b]}/console"
+	checks_result
+}
+
+# The container holds an RC QP to a guest, which then goes away ($1: how).
+guest_goes_away() {
+	local how=$1 hpid init i t0 t1
+	say "+ server in container $VR_A: urd_vmtool hold"
+	# shellcheck disable=SC2086 # LINEBUF is a word list
+	"$UNIRDMA" exec --pidfile "$WORK/hold.pid" "$VR_A" -- $LINEBUF "$BUILD/vm/urd_vmtool" hold >"$WORK/hold.out" 2>&1 &
+	hpid=$!
+	SERVER_PIDS+=("$hpid")
+	for ((i = 0; i < 300; i++)); do
+		init=$(cat "$WORK/hold.pid" 2>/dev/null)
+		[ -n "$init" ] && listening "$init" 18515 && break
+		sleep 0.05
+	done
+	if [ "$how" = kill ]; then
+		vm_boot h "$VM_A" "urd_vmtool hold $IP_A"
+	else
+		vm_boot h "$VM_A" "urd_vmtool hold $IP_A >/tmp/hold.out 2>&1 &
+i=0
+while ! grep -q URD-HOLDING /tmp/hold.out && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done
+cat /tmp/hold.out
+sleep 1
+echo URD-POWEROFF
+poweroff -f"
+	fi
+	vm_wait h "$([ "$how" = kill ] && echo URD-HOLDING || echo URD-POWEROFF)" 100 || { vm_finish h 5; return 1; }
+	check "the guest holds contexts, a PD, an MR, a CQ and 2 QPs" test "$(objects "$VM_A")" = "1 1 1 1 2 0"
+	t0=$EPOCHREALTIME
+	if [ "$how" = kill ]; then
+		check "QEMU killed with SIGKILL" vm_kill h
+	fi
+	check "the container's QP fails" wait_for_exit "$hpid" 20
+	wait "$hpid"
+	say "--- the container's program (exit code $?) ---"
+	sed 's/^/  | /' "$WORK/hold.out"
+	t1=$EPOCHREALTIME
+	check "it saw a completion in error, the peer gone" grep -q URD-PEER-GONE "$WORK/hold.out"
+	check "everything the guest held is released" released "$VM_A" 10
+	say "the container learned of it $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s after the guest went"
+	check "the daemon says why" grep -q "VM context .* silent for" "$WORK/unirdmad.log"
+	grep "silent for" "$WORK/unirdmad.log" | sed 's/^/  log| /'
+	wait_for_exit "${VM_PID[h]}" 10
+	vm_finish h 5 >/dev/null
+	[ "$how" = kill ] || { checks_result; return; }
+	# the vRNIC serves the next guest
+	vm_serves "$VM_A" "ibv_rc_pingpong -g 0 -n 50 -c" "$VR_A" "ibv_rc_pingpong -g 0 -n 50 -c $IPV_A" >"$WORK/again.out" 2>&1
+	check "a new guest on the same vRNIC works (ibv_rc_pingpong)" test $? = 0 || sed 's/^/  | /' "$WORK/again.out"
+	checks_result
+}
+
+case_daemon_killed() {
+	local t0 t1
+	vm_boot h "$VM_A" "UNIRDMA_DEBUG=1 urd_vmtool hold 2>&1 | grep -v 'ivshmem\|no devices'"
+	vm_wait h "listening on TCP port" 100 || { vm_finish h 5; return 1; }
+	say "+ client in container $VR_A: urd_vmtool hold $IPV_A"
+	# shellcheck disable=SC2086 # LINEBUF is a word list
+	"$UNIRDMA" exec "$VR_A" -- $LINEBUF "$BUILD/vm/urd_vmtool" hold "$IPV_A" >"$WORK/hold.out" 2>&1 &
+	SERVER_PIDS+=("$!")
+	vm_wait h URD-HOLDING 60 || { vm_finish h 5; return 1; }
+	say "+ kill -KILL unirdmad ($DAEMON_PID)"
+	{
+		kill -KILL "$DAEMON_PID"
+		t0=$EPOCHREALTIME
+		wait "$DAEMON_PID"
+	} 2>/dev/null
+	DAEMON_PID=
+	vm_wait h URD-PEER-GONE 30
+	t1=$EPOCHREALTIME
+	check "the guest saw the daemon gone and its work completed in error" grep -q URD-PEER-GONE "${VM_DIR[h]}/console"
+	check "it said why" grep -q "unirdmad stopped or died; the device is gone" "${VM_DIR[h]}/console"
+	say "  after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s (the daemon's heartbeat stopped)"
+	vm_finish h 30
+	check "the guest's program ended" test $? = 0
+	check "so did the container's" grep -q URD-PEER-GONE "$WORK/hold.out"
+	mountpoint -q "$STATE/vrnics" && umount -l "$STATE/vrnics"
+	checks_result
+}
+
+case_hostile() {
+	local ppid
+	vm_boot b "$VM_A" "urd_vmtool badmr"
+	vm_finish b 90
+	check "registrations outside guest RAM are refused, its own page is accepted" test $? = 0
+	check "the raw context is gone" released "$VM_A" 5
+
+	# a well-behaved pair of containers works while a guest scribbles
+	vm_boot w "$VM_A" "urd_vmtool scribble 80 $RANDOM"
+	vm_wait w URD-SCRIBBLING 90 || { vm_finish w 5; return 1; }
+	run_pair "ibv_rc_pingpong -g 0 -n 1000 -c" "ibv_rc_pingpong -g 0 -n 1000 -c $IP_A" >"$WORK/pair.out" 2>&1
+	check "two containers' ibv_rc_pingpong -c ran undisturbed meanwhile" test $? = 0 || sed 's/^/  | /' "$WORK/pair.out"
+	check "... while the guest was still scribbling" bash -c "! grep -q URD-EXIT '${VM_DIR[w]}/console'"
+	say "  contexts the scribbler's garbage requests opened: $(jq_vrnic "$VM_A" "v['contexts']")"
+	check "the scribbling guest is killed" vm_kill w
+	wait_for_exit "${VM_PID[w]}" 10
+	vm_finish w 5 >/dev/null
+	check "unirdmad is alive" daemon_alive
+	check "contexts the scribbler opened are released once it is gone" released "$VM_A" 10
+	check "another guest still works with the containers (opcodes on $VM_B)" \
+		vm_serves "$VM_B" "urd_vmtool opcodes" "$VR_B" "$BUILD/vm/urd_vmtool opcodes $IPV_B"
+	checks_result
+}
+
+add_case attach case_attach
+add_case rc_pingpong case_rc_pingpong
+add_case rc_pingpong_events case_rc_pingpong_events
+add_case ib_write_bw perf_vm_server ib_write_bw bw rdma_write rx -n 1000
+add_case ib_send_bw perf_vm_server ib_send_bw bw send rx -n 1000
+add_case ib_read_lat perf_vm_client ib_read_lat lat rdma_read tx -n 200
+add_case ib_atomic_bw perf_vm_client ib_atomic_bw bw atomic_fetch_add tx -n 1000
+add_case opcodes_vm_container case_opcodes_vm_container
+add_case opcodes_vm_vm case_opcodes_vm_vm
+add_case big_mr case_big_mr
+add_case ram_above_4g case_ram_above_4g
+add_case kill_vm guest_goes_away kill
+add_case poweroff_vm guest_goes_away poweroff
+add_case daemon_killed case_daemon_killed
+add_case hostile case_hostile
+run_cases "$@"

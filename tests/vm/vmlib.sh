@@ -1,0 +1,185 @@
+# shellcheck shell=bash
+# vmlib.sh: QEMU guests for the integration tests (sourced after
+# tests/integration/lib.sh; used by tests/integration/vm.sh).
+#
+# A guest boots Debian's kernel with the initramfs of tests/vm/build-image.sh
+# under TCG, one vCPU, and runs a shell script given by the test as
+# /urd/run.sh; its console is a file.  QEMU runs in a container of the VM's
+# vRNIC (`unirdma exec VRNIC -- qemu-system-x86_64 $(unirdma vm-args
+# --container VRNIC) ...`), so that QEMU's user networking (slirp) lives in
+# that container's network namespace: the guest (10.0.2.15) reaches the
+# containers' bridge through NAT as the vRNIC's address, and TCP port 18515
+# of the vRNIC's address is forwarded to the guest (hostfwd).  Nothing
+# touches the host's network.
+#
+#   vm_prepare                 install/build what guests need, or skip
+#   vm_boot NAME VRNIC SCRIPT  boot a guest in the background
+#   vm_wait NAME TEXT SECONDS  wait for a console line containing TEXT
+#   vm_finish NAME SECONDS     wait for the guest to power off; print its
+#                              console; return the code of /urd/run.sh
+#   vm_kill NAME               SIGKILL the guest's QEMU
+#   vm_serves / container_serves   a server and a client across the boundary
+
+VM_QEMU=${UNIRDMA_QEMU:-qemu-system-x86_64}
+VM_APPEND="console=ttyS0 quiet panic=-1 tsc=reliable mitigations=off transparent_hugepage=never"
+declare -A VM_DIR VM_PID
+
+vm_prepare() {
+	local need=() p out rc
+	require_root
+	command -v "$VM_QEMU" >/dev/null || need+=(qemu-system-x86)
+	command -v busybox >/dev/null || need+=(busybox-static)
+	command -v cpio >/dev/null || need+=(cpio)
+	if [ ${#need[@]} -gt 0 ]; then
+		say "missing ${need[*]}: running scripts/install-deps.sh"
+		"$TOP/scripts/install-deps.sh" 2>&1 | tail -n 3 | sed 's/^/  | /'
+		hash -r
+	fi
+	command -v "$VM_QEMU" >/dev/null || skip "$VM_QEMU is not installed and scripts/install-deps.sh could not install qemu-system-x86"
+	command -v busybox >/dev/null || skip "busybox is not installed and scripts/install-deps.sh could not install busybox-static"
+	command -v cpio >/dev/null || skip "cpio is not installed and scripts/install-deps.sh could not install it"
+	[ -x "$BUILD/vm/urd_vmtool" ] || die "$BUILD/vm/urd_vmtool is not built (run make)"
+	out=$("$TOP/tests/vm/build-image.sh" --build "$BUILD" --quiet 2>&1)
+	rc=$?
+	case $rc in
+	0) VM_IMAGE=$(printf '%s\n' "$out" | tail -n 1) ;;
+	77) skip "no guest image: $(printf '%s\n' "$out" | tail -n 1)" ;;
+	*) printf '%s\n' "$out"; die "tests/vm/build-image.sh failed" ;;
+	esac
+	VM_KERNEL=$VM_IMAGE/vmlinux
+	[ -s "$VM_KERNEL" ] || VM_KERNEL=$VM_IMAGE/vmlinuz
+}
+
+# vm_boot NAME VRNIC SCRIPT: boots guest NAME with SCRIPT as /urd/run.sh.
+vm_boot() {
+	local name=$1 vr=$2 script=$3 d args
+	d=$WORK/vm-$name
+	rm -rf "$d"
+	mkdir -p "$d/root/urd"
+	printf '%s\n' "$script" >"$d/root/urd/run.sh"
+	(cd "$d/root" && printf 'urd\nurd/run.sh\n' | cpio -o -H newc -R 0:0 --quiet) >"$d/run.cpio"
+	cat "$VM_IMAGE/base.cpio" "$d/run.cpio" >"$d/initrd"
+	: >"$d/console"
+	args=$("$UNIRDMA" vm-args --container "$vr") || die "unirdma vm-args $vr failed"
+	VM_DIR[$name]=$d
+	say "+ guest $name on vRNIC $vr boots; its /urd/run.sh:"
+	sed 's/^/  > /' "$d/root/urd/run.sh"
+	# shellcheck disable=SC2086 # args is a word list (vm-args prints shell-safe words)
+	"$UNIRDMA" exec --pidfile "$d/init.pid" "$vr" -- env -u LD_LIBRARY_PATH -u LD_PRELOAD \
+		"$VM_QEMU" $args -nodefaults -no-user-config -display none -no-reboot -smp 1 -accel tcg \
+		-kernel "$VM_KERNEL" -initrd "$d/initrd" -append "$VM_APPEND" \
+		-netdev user,id=n0,hostfwd=tcp::18515-:18515 -device e1000,netdev=n0,romfile= \
+		-serial "file:$d/console" >"$d/qemu.out" 2>&1 &
+	VM_PID[$name]=$!
+	SERVER_PIDS+=("$!")
+}
+
+# vm_wait NAME TEXT SECONDS: 0 once the console has a line with TEXT.
+vm_wait() {
+	local name=$1 text=$2 i d=${VM_DIR[$1]}
+	for ((i = 0; i < $3 * 10; i++)); do
+		grep -qF -- "$text" "$d/console" 2>/dev/null && return 0
+		if ! kill -0 "${VM_PID[$name]}" 2>/dev/null; then
+			grep -qF -- "$text" "$d/console" 2>/dev/null && return 0
+			say "guest $name ended before printing '$text'"
+			return 1
+		fi
+		sleep 0.1
+	done
+	say "guest $name did not print '$text' within $3 s"
+	return 1
+}
+
+# vm_finish NAME SECONDS: waits for the guest to power off (at most SECONDS,
+# then kills it); prints the console; returns what /urd/run.sh returned.
+vm_finish() {
+	local name=$1 d=${VM_DIR[$1]} rc qrc
+	if wait_for_exit "${VM_PID[$name]}" "$2"; then
+		wait "${VM_PID[$name]}"
+		qrc=$?
+	else
+		say "guest $name still runs after $2 s: killed"
+		vm_kill "$name"
+		wait "${VM_PID[$name]}" 2>/dev/null
+		qrc=timeout
+	fi
+	say "--- console of guest $name (QEMU exit code $qrc) ---"
+	grep -v '^\[ *[0-9.]*\] reboot: Power down' "$d/console" | sed 's/^/  | /'
+	[ -s "$d/qemu.out" ] && sed 's/^/  qemu| /' "$d/qemu.out"
+	rc=$(sed -n 's/^URD-EXIT \([0-9]*\).*/\1/p' "$d/console" | tail -n 1)
+	[ -n "$rc" ] || { say "guest $name did not finish /urd/run.sh"; return 1; }
+	return "$rc"
+}
+
+# vm_qemu_pid NAME: QEMU's PID (the child of the container's init).
+vm_qemu_pid() {
+	local init
+	init=$(cat "${VM_DIR[$1]}/init.pid" 2>/dev/null) || return 1
+	awk '{ print $1 }' "/proc/$init/task/$init/children" 2>/dev/null
+}
+
+vm_kill() {
+	local q
+	q=$(vm_qemu_pid "$1")
+	[ -n "$q" ] && kill -KILL "$q" 2>/dev/null
+	[ -n "$q" ]
+}
+
+# vm_serves VM_VRNIC "GUEST SERVER" C_VRNIC "CONTAINER CLIENT": the server
+# in a guest (it must listen on TCP 18515), the client in a container.
+# Outputs in $WORK/vm-s/console and $PAIR_CLIENT_OUT.
+vm_serves() {
+	local vr=$1 scmd=$2 cvr=$3 ccmd=$4 crc src
+	PAIR_CLIENT_OUT=$WORK/client.out
+	vm_boot s "$vr" ". /etc/urd-lib.sh
+urd_serve 18515 $scmd"
+	if ! vm_wait s URD-LISTENING 100; then
+		vm_finish s 5
+		return 1
+	fi
+	say "+ client in container $cvr: $ccmd"
+	# shellcheck disable=SC2086
+	timeout -k 5 "$CLIENT_TIMEOUT" "$UNIRDMA" exec "$cvr" -- $LINEBUF $ccmd >"$PAIR_CLIENT_OUT" 2>&1 &
+	SERVER_PIDS+=("$!")
+	wait "$!"
+	crc=$?
+	say "--- client output (exit code $crc) ---"
+	sed 's/^/  | /' "$PAIR_CLIENT_OUT"
+	vm_finish s "$([ "$crc" = 0 ] && echo "$SERVER_TIMEOUT" || echo 5)"
+	src=$?
+	[ "$crc" = 0 ] || { say "the client in the container failed ($crc)"; return 1; }
+	[ "$src" = 0 ] || { say "the server in the guest failed ($src)"; return 1; }
+	return 0
+}
+
+# container_serves C_VRNIC "CONTAINER SERVER" VM_VRNIC "GUEST CLIENT".
+container_serves() {
+	local cvr=$1 scmd=$2 vr=$3 ccmd=$4 spid init i crc src=0
+	PAIR_SERVER_OUT=$WORK/server.out
+	say "+ server in container $cvr: $scmd"
+	# shellcheck disable=SC2086
+	"$UNIRDMA" exec --pidfile "$WORK/server.pid" "$cvr" -- $LINEBUF $scmd >"$PAIR_SERVER_OUT" 2>&1 &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	for ((i = 0; i < 300; i++)); do
+		init=$(cat "$WORK/server.pid" 2>/dev/null)
+		[ -n "$init" ] && listening "$init" 18515 && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.05
+	done
+	vm_boot c "$vr" "$ccmd"
+	vm_finish c "$CLIENT_TIMEOUT"
+	crc=$?
+	if wait_for_exit "$spid" "$([ "$crc" = 0 ] && echo "$SERVER_TIMEOUT" || echo 3)"; then
+		wait "$spid"
+		src=$?
+	else
+		kill -TERM "$spid" 2>/dev/null
+		src=timeout
+	fi
+	say "--- server output (exit code $src) ---"
+	sed 's/^/  | /' "$PAIR_SERVER_OUT"
+	[ "$crc" = 0 ] || { say "the client in the guest failed ($crc)"; return 1; }
+	[ "$src" = 0 ] || { say "the server in the container failed ($src)"; return 1; }
+	return 0
+}
