@@ -222,30 +222,30 @@ int ibv_get_device_index(struct ibv_device *device)
 
 /* ---------------------------------------------------- the ops table */
 
-static void *compat_stub(void)
+static void *compat_unsupported(void)
 {
 	errno = EOPNOTSUPP;
 	return NULL;
 }
 
-static struct ibv_mw *alloc_mw_stub(struct ibv_pd *pd URD_UNUSED, enum ibv_mw_type type URD_UNUSED)
+static struct ibv_mw *alloc_mw_unsupported(struct ibv_pd *pd URD_UNUSED, enum ibv_mw_type type URD_UNUSED)
 {
 	errno = EOPNOTSUPP;
 	return NULL;
 }
 
-static int bind_mw_stub(struct ibv_qp *qp URD_UNUSED, struct ibv_mw *mw URD_UNUSED,
+static int bind_mw_unsupported(struct ibv_qp *qp URD_UNUSED, struct ibv_mw *mw URD_UNUSED,
 			struct ibv_mw_bind *bind URD_UNUSED)
 {
 	return EOPNOTSUPP;
 }
 
-static int dealloc_mw_stub(struct ibv_mw *mw URD_UNUSED)
+static int dealloc_mw_unsupported(struct ibv_mw *mw URD_UNUSED)
 {
 	return EOPNOTSUPP;
 }
 
-static int close_xrcd_stub(struct ibv_xrcd *xrcd URD_UNUSED)
+static int close_xrcd_unsupported(struct ibv_xrcd *xrcd URD_UNUSED)
 {
 	return EOPNOTSUPP;
 }
@@ -259,36 +259,36 @@ static int compat_query_port(struct ibv_context *c, uint8_t port,
 const struct ibv_context_ops urd_ctx_ops = {
 	._compat_query_device = ibv_query_device,
 	._compat_query_port = compat_query_port,
-	._compat_alloc_pd = compat_stub,
-	._compat_dealloc_pd = compat_stub,
-	._compat_reg_mr = compat_stub,
-	._compat_rereg_mr = compat_stub,
-	._compat_dereg_mr = compat_stub,
-	.alloc_mw = alloc_mw_stub,
-	.bind_mw = bind_mw_stub,
-	.dealloc_mw = dealloc_mw_stub,
-	._compat_create_cq = compat_stub,
+	._compat_alloc_pd = compat_unsupported,
+	._compat_dealloc_pd = compat_unsupported,
+	._compat_reg_mr = compat_unsupported,
+	._compat_rereg_mr = compat_unsupported,
+	._compat_dereg_mr = compat_unsupported,
+	.alloc_mw = alloc_mw_unsupported,
+	.bind_mw = bind_mw_unsupported,
+	.dealloc_mw = dealloc_mw_unsupported,
+	._compat_create_cq = compat_unsupported,
 	.poll_cq = urd_poll_cq,
 	.req_notify_cq = urd_req_notify_cq,
-	._compat_cq_event = compat_stub,
-	._compat_resize_cq = compat_stub,
-	._compat_destroy_cq = compat_stub,
-	._compat_create_srq = compat_stub,
-	._compat_modify_srq = compat_stub,
-	._compat_query_srq = compat_stub,
-	._compat_destroy_srq = compat_stub,
+	._compat_cq_event = compat_unsupported,
+	._compat_resize_cq = compat_unsupported,
+	._compat_destroy_cq = compat_unsupported,
+	._compat_create_srq = compat_unsupported,
+	._compat_modify_srq = compat_unsupported,
+	._compat_query_srq = compat_unsupported,
+	._compat_destroy_srq = compat_unsupported,
 	.post_srq_recv = urd_post_srq_recv,
-	._compat_create_qp = compat_stub,
-	._compat_query_qp = compat_stub,
-	._compat_modify_qp = compat_stub,
-	._compat_destroy_qp = compat_stub,
+	._compat_create_qp = compat_unsupported,
+	._compat_query_qp = compat_unsupported,
+	._compat_modify_qp = compat_unsupported,
+	._compat_destroy_qp = compat_unsupported,
 	.post_send = urd_post_send,
 	.post_recv = urd_post_recv,
-	._compat_create_ah = compat_stub,
-	._compat_destroy_ah = compat_stub,
-	._compat_attach_mcast = compat_stub,
-	._compat_detach_mcast = compat_stub,
-	._compat_async_event = compat_stub,
+	._compat_create_ah = compat_unsupported,
+	._compat_destroy_ah = compat_unsupported,
+	._compat_attach_mcast = compat_unsupported,
+	._compat_detach_mcast = compat_unsupported,
+	._compat_async_event = compat_unsupported,
 };
 
 /* ------------------------------------------------------ open / close */
@@ -463,7 +463,7 @@ static int open_ctx(struct urd_device *dev, struct urd_context **out)
 	ctx->vctx.create_cq_ex = urd_create_cq_ex;
 	ctx->vctx.create_qp_ex = urd_create_qp_ex;
 	ctx->vctx.get_srq_num = urd_get_srq_num;
-	ctx->vctx.close_xrcd = close_xrcd_stub;
+	ctx->vctx.close_xrcd = close_xrcd_unsupported;
 
 	ret = urd_events_start(ctx);
 	if (ret)
