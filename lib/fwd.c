@@ -38,18 +38,9 @@ static_assert(URD_SEND_WQE_HDR + URD_MAX_INLINE <= FWD_BUF - sizeof(struct urd_f
 	      FWD_BUF - sizeof(struct urd_fwd_post_req),
 	      "any one work request fits in one request");
 
-static const uint64_t RC_OPS = (1u << URD_WR_NUM_OPCODES) - 1;
-static const uint64_t UD_OPS = 1u << URD_WR_SEND | 1u << URD_WR_SEND_WITH_IMM;
-
 static uint32_t pad(uint32_t n)
 {
 	return (n + URD_FWD_ALIGN - 1) & ~(URD_FWD_ALIGN - 1);
-}
-
-static bool carries_data(uint32_t op)
-{
-	return op == URD_WR_RDMA_WRITE || op == URD_WR_RDMA_WRITE_WITH_IMM ||
-	       op == URD_WR_SEND || op == URD_WR_SEND_WITH_IMM;
 }
 
 /* A positive errno from a -errno of urd_ctrl. */
@@ -65,18 +56,16 @@ static int pos(int ret)
  * it does not fit after what is already there. */
 static int put_send(struct urd_qp *qp, const struct ibv_send_wr *wr, uint8_t *buf, uint32_t *off)
 {
-	struct ibv_qp *ibqp = &qp->qpx.qp_base;
-	uint32_t op = (uint32_t)wr->opcode, body;
+	uint32_t body;
 	struct urd_send_wqe w;
+	const char *why;
 	uint64_t total = 0;
 	bool inl;
+	int ret;
 
-	if (op >= URD_WR_NUM_OPCODES ||
-	    !((ibqp->qp_type == IBV_QPT_UD ? UD_OPS : RC_OPS) & (1ull << op)))
-		return EINVAL;
-	inl = (wr->send_flags & IBV_SEND_INLINE) && carries_data(op);
-	if (wr->num_sge < 0 || (!inl && (uint32_t)wr->num_sge > qp->sq.max_sge))
-		return EINVAL;
+	ret = urd_send_wqe_header(qp, wr, &w, &inl, &why);
+	if (ret)
+		return ret;
 	if (inl) {
 		for (int i = 0; i < wr->num_sge; i++)
 			total += wr->sg_list[i].length;
@@ -89,52 +78,6 @@ static int put_send(struct urd_qp *qp, const struct ibv_send_wr *wr, uint8_t *bu
 	if (*off + sizeof(w) + body > FWD_BUF)
 		return -ENOSPC;
 
-	memset(&w, 0, sizeof(w));
-	w.wr_id = wr->wr_id;
-	w.opcode = (uint8_t)op;
-	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sig_all)
-		w.flags |= URD_WQE_SIGNALED;
-	if (wr->send_flags & IBV_SEND_SOLICITED)
-		w.flags |= URD_WQE_SOLICITED;
-	if (wr->send_flags & IBV_SEND_FENCE)
-		w.flags |= URD_WQE_FENCE;
-	if (op == URD_WR_RDMA_WRITE_WITH_IMM || op == URD_WR_SEND_WITH_IMM)
-		w.imm_data = wr->imm_data;
-	switch (op) {
-	case URD_WR_RDMA_WRITE:
-	case URD_WR_RDMA_WRITE_WITH_IMM:
-	case URD_WR_RDMA_READ:
-		w.remote_addr = wr->wr.rdma.remote_addr;
-		w.rkey = wr->wr.rdma.rkey;
-		break;
-	case URD_WR_ATOMIC_CMP_AND_SWP:
-	case URD_WR_ATOMIC_FETCH_AND_ADD:
-		w.remote_addr = wr->wr.atomic.remote_addr;
-		w.rkey = wr->wr.atomic.rkey;
-		w.compare_add = wr->wr.atomic.compare_add;
-		w.swap = wr->wr.atomic.swap;
-		break;
-	default:
-		break;
-	}
-	if (ibqp->qp_type == IBV_QPT_UD) {
-		const struct urd_ahobj *ah;
-
-		if (!wr->wr.ud.ah || wr->wr.ud.ah->context != ibqp->context)
-			return EINVAL;
-		ah = to_uah(wr->wr.ud.ah);
-		w.remote_qpn = wr->wr.ud.remote_qpn & 0xffffff;
-		w.remote_qkey = wr->wr.ud.remote_qkey;
-		memcpy(w.dgid, ah->av.dgid, sizeof(w.dgid));
-		w.flow_label = ah->av.flow_label;
-		w.dlid = ah->av.dlid;
-		w.is_global = ah->av.is_global;
-		w.sl = ah->av.sl;
-		w.hop_limit = ah->av.hop_limit;
-		w.traffic_class = ah->av.traffic_class;
-		w.sgid_index = ah->av.sgid_index;
-		w.port_num = ah->av.port_num;
-	}
 	if (inl) {
 		uint8_t *dst = buf + *off + sizeof(w);
 

@@ -412,6 +412,10 @@ void urd_ah_from_urd(const struct urd_ah *in, struct ibv_ah_attr *out);
 
 bool urd_daemon_gone(struct urd_context *ctx);
 
+/* qp.c: an ibv_send_wr's WQE header (mapped and forwarding data paths) */
+int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
+			struct urd_send_wqe *w, bool *inl, const char **why);
+
 /* vm.c: the library in a QEMU guest (ivshmem BAR, CAS slots, pinned MRs) */
 int urd_vm_find_bars(char ***paths);    /* malloc'd resource2 paths; count */
 int urd_vm_read_hdr(int fd, struct urd_region_hdr *h);

@@ -127,46 +127,46 @@ static int post_err(const struct urd_qp *qp, int err, const char *why)
 	return err;
 }
 
-/* Build one WQE at sq.prod and advance our producer index (not yet
- * published).  0 or a positive errno (man ibv_post_send). */
-static int build_send(struct urd_qp *qp, const struct ibv_send_wr *wr)
+/* Check wr's opcode and SGE count for this QP and build its WQE header in
+ * *w; *inl says whether the payload travels inline.  0, or EINVAL with *why.
+ * The one place that turns an ibv_send_wr into a WQE header: the mapped data
+ * path (build_send) and the forwarding baseline (lib/fwd.c) both use it. */
+int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
+			struct urd_send_wqe *w, bool *inl, const char **why)
 {
-	struct ibv_qp *ibqp = &qp->qpx.qp_base;
+	const struct ibv_qp *ibqp = &qp->qpx.qp_base;
 	uint32_t op = (uint32_t)wr->opcode;
-	struct urd_send_wqe w;
-	uint8_t *slot;
-	bool inl;
 
-	if (!urd_wq_room(&qp->sq))
-		return post_err(qp, ENOMEM, "send queue full");
 	if (op >= URD_WR_NUM_OPCODES ||
-	    !((ibqp->qp_type == IBV_QPT_UD ? UD_OPS : RC_OPS) & (1ull << op)))
-		return post_err(qp, EINVAL, "opcode not allowed");
-	inl = (wr->send_flags & IBV_SEND_INLINE) && carries_data(op);
-	if (wr->num_sge < 0 || (!inl && (uint32_t)wr->num_sge > qp->sq.max_sge))
-		return post_err(qp, EINVAL, "too many SGEs");
-
-	slot = urd_wq_slot(&qp->sq, qp->sq.prod);
-	memset(&w, 0, sizeof(w));
-	w.wr_id = wr->wr_id;
-	w.opcode = (uint8_t)op;
-	w.flags = wqe_flags(qp, wr->send_flags);
+	    !((ibqp->qp_type == IBV_QPT_UD ? UD_OPS : RC_OPS) & (1ull << op))) {
+		*why = "opcode not allowed";
+		return EINVAL;
+	}
+	*inl = (wr->send_flags & IBV_SEND_INLINE) && carries_data(op);
+	if (wr->num_sge < 0 || (!*inl && (uint32_t)wr->num_sge > qp->sq.max_sge)) {
+		*why = "too many SGEs";
+		return EINVAL;
+	}
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = (uint8_t)op;
+	w->flags = wqe_flags(qp, wr->send_flags);
 	if (has_imm(op))
-		w.imm_data = wr->imm_data;
+		w->imm_data = wr->imm_data;
 
 	switch (op) {
 	case URD_WR_RDMA_WRITE:
 	case URD_WR_RDMA_WRITE_WITH_IMM:
 	case URD_WR_RDMA_READ:
-		w.remote_addr = wr->wr.rdma.remote_addr;
-		w.rkey = wr->wr.rdma.rkey;
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
 		break;
 	case URD_WR_ATOMIC_CMP_AND_SWP:
 	case URD_WR_ATOMIC_FETCH_AND_ADD:
-		w.remote_addr = wr->wr.atomic.remote_addr;
-		w.rkey = wr->wr.atomic.rkey;
-		w.compare_add = wr->wr.atomic.compare_add;
-		w.swap = wr->wr.atomic.swap;
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
 		break;
 	default:
 		break;
@@ -174,10 +174,31 @@ static int build_send(struct urd_qp *qp, const struct ibv_send_wr *wr)
 	if (ibqp->qp_type == IBV_QPT_UD) {
 		struct ibv_ah *ah = wr->wr.ud.ah;
 
-		if (!ah || ah->context != ibqp->context)
-			return post_err(qp, EINVAL, "bad address handle");
-		fill_ud(&w, to_uah(ah), wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
+		if (!ah || ah->context != ibqp->context) {
+			*why = "bad address handle";
+			return EINVAL;
+		}
+		fill_ud(w, to_uah(ah), wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
 	}
+	return 0;
+}
+
+/* Build one WQE at sq.prod and advance our producer index (not yet
+ * published).  0 or a positive errno (man ibv_post_send). */
+static int build_send(struct urd_qp *qp, const struct ibv_send_wr *wr)
+{
+	struct urd_send_wqe w;
+	const char *why = NULL;
+	uint8_t *slot;
+	bool inl;
+	int ret;
+
+	if (!urd_wq_room(&qp->sq))
+		return post_err(qp, ENOMEM, "send queue full");
+	ret = urd_send_wqe_header(qp, wr, &w, &inl, &why);
+	if (ret)
+		return post_err(qp, ret, why);
+	slot = urd_wq_slot(&qp->sq, qp->sq.prod);
 
 	if (inl) {
 		uint8_t *dst = slot + URD_SEND_WQE_HDR;
