@@ -119,6 +119,10 @@ struct urd_ring {
 	uint64_t bytes;
 	uint32_t n, shift;              /* n slots of 1 << shift bytes */
 	uint32_t head;                  /* the daemon's own index (consumer or producer) */
+	/* The tenant's index as last read (SQ: prod, CQ: cons), so that the
+	 * shared line is read once per batch, not per WQE or CQE. */
+	uint32_t seen;
+	bool polling;                   /* SQ: we last stored hdr->polling = 1 */
 };
 
 struct urd_cq {

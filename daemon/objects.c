@@ -112,6 +112,8 @@ static int ring_alloc(struct urd_vrnic *vr, struct urd_ring *r, uint32_t n, uint
 	r->n = n;
 	r->shift = ilog2(slot_bytes);
 	r->head = 0;
+	r->seen = 0;
+	r->polling = false;
 	return 0;
 }
 
@@ -828,6 +830,9 @@ static void ring_reset(struct urd_ring *r)
 		return;
 	/* drop whatever the tenant posted: RESET empties the queues (no completions) */
 	r->head = urd_load_acquire(&r->hdr->prod);
+	r->seen = r->head;
+	r->polling = false;
+	urd_store_relaxed(&r->hdr->polling, 0);
 	urd_store_release(&r->hdr->cons, r->head);
 }
 

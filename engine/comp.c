@@ -16,7 +16,12 @@ int cq_push(struct urd_cq *cq, const struct urd_cqe *cqe, bool solicited)
 		return -ENOSPC;
 	/* The consumer index is the tenant's: a value that makes the ring look
 	 * fuller than it can be is treated as an overrun, never trusted. */
-	cons = urd_load_acquire(&r->hdr->cons);
+	if (r->head - r->seen < r->n) {
+		cons = r->seen;         /* room known from the last read: no shared load */
+	} else {
+		cons = urd_load_acquire(&r->hdr->cons);
+		r->seen = cons;
+	}
 	if (r->head - cons >= r->n) {
 		cq->overflowed = true;
 		r->hdr->flags |= URD_RING_F_ERROR;

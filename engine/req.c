@@ -166,6 +166,70 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 	}
 }
 
+/* The engine no longer watches this send queue: from now on the library
+ * rings the doorbell for what it posts. */
+static void sq_unwatch(struct urd_ring *sq)
+{
+	if (sq->polling) {
+		sq->polling = false;
+		urd_store_relaxed(&sq->hdr->polling, 0);
+	}
+}
+
+/* Reads the tenant's producer index into sq->seen; true if WQEs wait.
+ * Called once per batch, when the WQEs read last time are done, not per WQE:
+ * prod's line is the one the poster keeps writing. */
+static bool sq_fetch(struct urd_qp *qp)
+{
+	struct urd_ring *sq = &qp->sq;
+	uint32_t prod = urd_load_acquire(&sq->hdr->prod);
+
+	if (prod == sq->head && sq->polling) {
+		/* About to drop the queue: Dekker with the library's doorbell skip
+		 * (abi.h, urd_ring_hdr.polling).  Either we see its new prod here
+		 * or it sees polling == 0 and rings the doorbell. */
+		sq_unwatch(sq);
+		urd_smp_mb();
+		prod = urd_load_acquire(&sq->hdr->prod);
+	}
+	if (prod - sq->head > sq->n) {
+		/* a producer index no honest library writes: this QP is broken */
+		sq_unwatch(sq);
+		sq->head = sq->seen = prod;
+		urd_store_release(&sq->hdr->cons, sq->head);
+		qp_to_error(qp, true);
+		return false;
+	}
+	sq->seen = prod;
+	if (prod == sq->head)
+		return false;
+	if (!sq->polling) {
+		/* the library may skip its doorbell while we run this queue */
+		sq->polling = true;
+		urd_store_relaxed(&sq->hdr->polling, 1);
+	}
+	return true;
+}
+
+/* Copies the WQE at the SQ head out of the region: its header, then only the
+ * SGEs or inline bytes the header announces (never past the slot).  The
+ * copy is what execute() validates and uses: the tenant may rewrite the
+ * slot meanwhile. */
+static void wqe_copy(uint8_t *buf, const uint8_t *slot, uint32_t slot_bytes)
+{
+	const struct urd_send_wqe *w = (const struct urd_send_wqe *)buf;
+	uint32_t body, sges;
+
+	memcpy(buf, slot, URD_SEND_WQE_HDR);
+	body = (w->flags & URD_WQE_INLINE) ? w->inline_len : 0;
+	sges = (uint32_t)w->num_sge * (uint32_t)sizeof(struct urd_sge);
+	if (sges > body)
+		body = sges;
+	if (body > slot_bytes - URD_SEND_WQE_HDR)
+		body = slot_bytes - URD_SEND_WQE_HDR;  /* execute() rejects it */
+	memcpy(buf + URD_SEND_WQE_HDR, slot + URD_SEND_WQE_HDR, body);
+}
+
 /* Runs up to budget WQEs of the QP's send queue.  Returns true if work is
  * left (the engine keeps the QP on its active list). */
 bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget)
@@ -176,27 +240,21 @@ bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget)
 
 	if (qp->state == IBV_QPS_ERR)
 		comp_recv_flush(qp);
-	if (slot_bytes > sizeof(buf))
+	if (slot_bytes > sizeof(buf) || slot_bytes < URD_SEND_WQE_HDR)
 		return false;
 	while (budget--) {
-		uint32_t prod = urd_load_acquire(&sq->hdr->prod);
-
-		if (prod - sq->head > sq->n) {
-			/* a producer index no honest library writes: this QP is broken */
-			sq->head = prod;
-			urd_store_release(&sq->hdr->cons, sq->head);
-			qp_to_error(qp, true);
+		if (sq->seen == sq->head && !sq_fetch(qp))
 			return false;
-		}
-		if (prod == sq->head)
-			return false;
-		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_ERR)
+		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_ERR) {
+			sq_unwatch(sq);
 			return false;   /* RTR/SQD: wait; modify to RTS re-activates us */
-		memcpy(buf, sq->slots + ((size_t)(sq->head & (sq->n - 1)) << sq->shift), slot_bytes);
+		}
+		wqe_copy(buf, sq->slots + ((size_t)(sq->head & (sq->n - 1)) << sq->shift), slot_bytes);
 		if (qp->state == IBV_QPS_ERR) {
 			sq_advance(sq);
 			comp_send(qp, (const struct urd_send_wqe *)buf, IBV_WC_WR_FLUSH_ERR);
 		} else if (execute(qp, (const struct urd_send_wqe *)buf, slot_bytes, now) == EXEC_WAIT) {
+			sq_unwatch(sq);         /* its timer re-activates it */
 			return false;
 		}
 		if (qp->state == IBV_QPS_ERR)

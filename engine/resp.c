@@ -26,8 +26,18 @@ static const struct urd_recv_wqe *recv_peek(struct urd_qp *qp, uint8_t *buf, uin
 
 	if (!r->bytes || prod == r->head || prod - r->head > r->n)
 		return NULL;
-	memcpy(buf, r->slots + ((size_t)(r->head & (r->n - 1)) << r->shift), bytes);
-	*max_sge = (uint32_t)((bytes - sizeof(struct urd_recv_wqe)) / sizeof(struct urd_sge));
+	{
+		const uint8_t *slot = r->slots + ((size_t)(r->head & (r->n - 1)) << r->shift);
+		struct urd_recv_wqe *rw = (struct urd_recv_wqe *)buf;
+		size_t sges;
+
+		/* the header, then only the SGEs it announces (recv_sges rejects
+		 * more than fit in the slot) */
+		memcpy(rw, slot, sizeof(*rw));
+		*max_sge = (uint32_t)((bytes - sizeof(struct urd_recv_wqe)) / sizeof(struct urd_sge));
+		sges = rw->num_sge < *max_sge ? rw->num_sge : *max_sge;
+		memcpy(buf + sizeof(*rw), slot + sizeof(*rw), sges * sizeof(struct urd_sge));
+	}
 	return (const struct urd_recv_wqe *)buf;
 }
 

@@ -290,6 +290,7 @@ struct urd_wq {                         /* one SQ, RQ or SRQ ring */
 	uint32_t n;                     /* slots, power of two */
 	uint32_t shift;                 /* log2 slot size */
 	uint32_t prod;                  /* our producer index */
+	uint32_t cons_seen;             /* the engine's cons as last read */
 	uint32_t max_wr;                /* granted: outstanding limit */
 	uint32_t max_sge;
 	pthread_spinlock_t lock;
@@ -301,12 +302,19 @@ static inline void *urd_wq_slot(const struct urd_wq *wq, uint32_t idx)
 }
 
 /* Free slots, never more than max_wr outstanding.  cons is written by the
- * engine: a value that claims more than n outstanding counts as full. */
-static inline uint32_t urd_wq_room(const struct urd_wq *wq)
+ * engine: a value that claims more than n outstanding counts as full.  The
+ * engine's cons only moves forward, so the last value read is a safe lower
+ * bound: its line (which the engine keeps writing) is read again only when
+ * the queue looks full by that bound. */
+static inline uint32_t urd_wq_room(struct urd_wq *wq)
 {
-	uint32_t used = wq->prod - urd_load_acquire(&wq->ring->cons);
 	uint32_t lim = wq->max_wr < wq->n ? wq->max_wr : wq->n;
+	uint32_t used = wq->prod - wq->cons_seen;
 
+	if (used >= lim) {
+		wq->cons_seen = urd_load_acquire(&wq->ring->cons);
+		used = wq->prod - wq->cons_seen;
+	}
 	return used >= lim ? 0 : lim - used;
 }
 

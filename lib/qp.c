@@ -72,6 +72,7 @@ int urd_wq_map(struct urd_context *ctx, struct urd_wq *wq, uint64_t off,
 	wq->n = n;
 	wq->shift = shift;
 	wq->prod = urd_load_acquire(&wq->ring->prod);
+	wq->cons_seen = urd_load_acquire(&wq->ring->cons);
 	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
 	return 0;
 }
@@ -225,13 +226,22 @@ static int build_send(struct urd_qp *qp, const struct ibv_send_wr *wr)
 	return 0;
 }
 
-/* Publish what was built since start: one release store, one doorbell. */
+/* Publish what was built since start: one release store, one doorbell.
+ * While the engine runs this send queue (ring polling flag, abi.h) it reads
+ * prod again by itself: the doorbell's two atomics on lines the engine
+ * clears would only slow both sides.  The fence orders our prod before the
+ * read of the flag; the engine clears the flag, fences, then reads prod. */
 static void publish(struct urd_qp *qp, struct urd_wq *wq, uint32_t start)
 {
 	if (wq->prod == start)
 		return;
 	/* Pairs with the engine's acquire of prod: the WQEs are visible. */
 	urd_store_release(&wq->ring->prod, wq->prod);
+	if (wq == &qp->sq) {
+		urd_smp_mb();
+		if (urd_load_relaxed(&wq->ring->polling))
+			return;
+	}
 	urd_ring_doorbell(to_uctx(qp->qpx.qp_base.context), qp->db_index);
 }
 
@@ -859,10 +869,12 @@ static void resync_rings(struct urd_qp *qp)
 {
 	pthread_spin_lock(&qp->sq.lock);
 	qp->sq.prod = urd_load_acquire(&qp->sq.ring->prod);
+	qp->sq.cons_seen = urd_load_acquire(&qp->sq.ring->cons);
 	pthread_spin_unlock(&qp->sq.lock);
 	if (qp->rq.n) {
 		pthread_spin_lock(&qp->rq.lock);
 		qp->rq.prod = urd_load_acquire(&qp->rq.ring->prod);
+		qp->rq.cons_seen = urd_load_acquire(&qp->rq.ring->cons);
 		pthread_spin_unlock(&qp->rq.lock);
 	}
 }

@@ -213,14 +213,23 @@ struct urd_ring_hdr {
 	 * exchanges it with 0 and raises a completion event. */
 	uint32_t arm;
 	uint8_t  pad2[URD_CACHELINE - 4];
-	/* line 3, engine-written: completion events raised (CQ), error flag. */
+	/* line 3, engine-written: completion events raised (CQ), error flag,
+	 * and (SQ) polling: 1 while the engine has this send queue on its
+	 * active list and will read prod again without a doorbell.  The library
+	 * publishes prod, fences, reads polling and rings the doorbell only if
+	 * it is 0; the engine stores 0, fences and reads prod once more before
+	 * it drops the queue (Dekker: one side always sees the other).  The
+	 * engine never reads it: a tenant that scribbles 1 here only stops its
+	 * own doorbells. */
 	uint32_t events;
 	uint32_t flags;             /* URD_RING_F_* */
-	uint8_t  pad3[URD_CACHELINE - 8];
+	uint32_t polling;
+	uint8_t  pad3[URD_CACHELINE - 12];
 };
 static_assert(offsetof(struct urd_ring_hdr, cons) == 64, "cons line");
 static_assert(offsetof(struct urd_ring_hdr, arm) == 128, "arm line");
 static_assert(offsetof(struct urd_ring_hdr, events) == 192, "events line");
+static_assert(offsetof(struct urd_ring_hdr, polling) == 200, "polling flag");
 static_assert(sizeof(struct urd_ring_hdr) == URD_RING_HDR_SIZE, "ring header");
 
 enum { URD_CQ_ARM_NONE = 0, URD_CQ_ARM_SOLICITED = 1, URD_CQ_ARM_ANY = 2 };
