@@ -176,6 +176,11 @@ struct urd_ctx {
 	uint32_t id;
 	uint32_t last_req_seq;
 	uint32_t async_prod;
+	/* Events that found the slot's async ring full, oldest first, waiting
+	 * for the tenant to make room (ctx_async_flush); bounded by
+	 * URD_ASYNC_BACKLOG_MAX. */
+	struct urd_async_event *backlog;
+	uint32_t backlog_head, backlog_n, backlog_cap;
 	struct urd_slot_hdr *shm;       /* its mailbox, in the region */
 	struct urd_obj **handles;       /* index -> object; handle = gen << 16 | index */
 	uint16_t *gens;
@@ -263,6 +268,9 @@ void alloc_fini(struct urd_alloc *a);
 void *ctrl_thread_main(void *arg);
 void ctx_destroy(struct urd_ctx *ctx);
 void ctx_post_async(struct urd_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle);
+/* Move backlogged async events into the ring as far as the tenant made room. */
+void ctx_async_flush(struct urd_ctx *ctx);
+#define URD_ASYNC_BACKLOG_MAX 65536u    /* events queued beyond the ring, per context */
 void ctx_notify(struct urd_ctx *ctx);
 int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
 		  void *resp, uint32_t *resp_len);

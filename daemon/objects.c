@@ -1070,6 +1070,7 @@ void ctx_destroy(struct urd_ctx *ctx)
 	vr->nctx--;
 	free(ctx->handles);
 	free(ctx->gens);
+	free(ctx->backlog);
 	free(ctx);
 }
 
