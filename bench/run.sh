@@ -435,14 +435,17 @@ run_floor() {
 	local t0=$SECONDS rep
 	say "== floor: memcpy, two-process shared-memory copy, cache-line ping-pong"
 	for ((rep = 1; rep <= REPS; rep++)); do
+		# the shared buffers on the same tmpfs as the vRNIC regions (huge
+		# pages where unirdmad could mount it with huge=within_size)
 		"$URD_FLOOR" memcpy -s "$SIZES" --cpus "$CPU_ENGINE" --warmup-ms "$WARM_MS" --ms "$WIN_MS" |
 			tag floor "$rep" >>"$RAW/floor.jsonl"
-		"$URD_FLOOR" shmcopy -s "$SIZES" --cpus "$CPU_ENGINE,$CPU_CLIENT" --warmup-ms "$WARM_MS" --ms "$WIN_MS" |
+		"$URD_FLOOR" shmcopy -s "$SIZES" --cpus "$CPU_ENGINE,$CPU_CLIENT" --shm-dir "$STATE/vrnics" \
+			--warmup-ms "$WARM_MS" --ms "$WIN_MS" |
 			tag floor "$rep" >>"$RAW/floor.jsonl"
 		"$URD_FLOOR" pingpong --cpus "$CPU_ENGINE,$CPU_CLIENT" --warmup-ms "$WARM_MS" --ms "$WIN_MS" |
 			tag floor "$rep" >>"$RAW/floor.jsonl"
 	done
-	log_cmd "urd_floor memcpy|shmcopy|pingpong --cpus $CPU_ENGINE[,$CPU_CLIENT] -s $SIZES"
+	log_cmd "urd_floor memcpy|shmcopy|pingpong --cpus $CPU_ENGINE[,$CPU_CLIENT] -s $SIZES (shmcopy: --shm-dir $STATE/vrnics)"
 	section_time floor "$t0"
 }
 
@@ -572,6 +575,9 @@ run_perftest() {
 say "unirdma benchmark suite: $MODE mode, results in $OUT"
 describe_machine
 start_daemon
+{
+	say "- pages: transparent huge pages $(grep -o '\[[a-z]*\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || say n/a) (anonymous), $(grep -o '\[[a-z_]*\]' /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null || say n/a) (shmem_enabled); region directory $(findmnt -no FSTYPE,OPTIONS "$STATE/vrnics" 2>/dev/null | tr -s ' ' || say '?')"
+} >>"$OUT/machine.md"
 NVR=2
 for n in $PAIRS_LIST; do [ $((2 * n)) -gt "$NVR" ] && NVR=$((2 * n)); done
 want pairs || NVR=2

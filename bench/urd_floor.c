@@ -15,7 +15,17 @@
  *             cross-core handoff (one-way = round trip / 2).
  *
  *   urd_floor memcpy|shmcopy [-s SIZE,...] [--ms N] [--warmup-ms N] [--cpus A[,B]]
+ *             [--shm-dir DIR]
  *   urd_floor pingpong [--ms N] [--warmup-ms N] [--cpus A,B]
+ *
+ * Memory: the floor is what the machine allows, so buffers get 2 MiB pages
+ * where the machine has them.  Private buffers are anonymous memory with
+ * MADV_HUGEPAGE (transparent huge pages in "madvise" or "always" mode);
+ * shared buffers are a file in --shm-dir (give it a tmpfs mounted with
+ * huge=within_size, as unirdmad mounts its region directory) or, without it,
+ * shared anonymous memory (huge only if shmem_enabled allows).  The "mem"
+ * field of each result says which pages the buffers got (AnonHugePages /
+ * ShmemPmdMapped of the process, from /proc/self/smaps_rollup).
  *
  * --cpus pins the (first) process to CPU A and the second to CPU B; shmcopy's
  * copier is the first.  One JSON object per size on stdout.
@@ -88,24 +98,76 @@ struct opts {
 	int cpu_a, cpu_b;
 };
 
+#define HUGE_PAGE (2u << 20)
+
+static const char *shm_dir;             /* --shm-dir */
+
 static void *shared_map(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	void *p;
 
+	if (shm_dir) {
+		char path[4096];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/urd_floor.XXXXXX", shm_dir);
+		fd = mkstemp(path);
+		if (fd < 0)
+			die("cannot create a file in %s: %s", shm_dir, strerror(errno));
+		unlink(path);
+		if (ftruncate(fd, (off_t)len))
+			die("ftruncate %zu bytes: %s", len, strerror(errno));
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+	} else {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	}
 	if (p == MAP_FAILED)
 		die("mmap %zu bytes: %s", len, strerror(errno));
 	memset(p, 0, len);
 	return p;
 }
 
+/* Page aligned, on 2 MiB pages if the kernel gives them (THP). */
 static void *private_buf(size_t len)
 {
-	void *p;
+	size_t span = (len + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
+	uint8_t *raw = mmap(NULL, span + HUGE_PAGE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *p;
 
-	if (posix_memalign(&p, 4096, len))
+	if (raw == MAP_FAILED)
 		die("out of memory for %zu bytes", len);
+	p = (uint8_t *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	if (p > raw)                            /* keep only the aligned span */
+		munmap(raw, (size_t)(p - raw));
+	munmap(p + span, (size_t)(raw + span + HUGE_PAGE - (p + span)));
+	madvise(p, span, MADV_HUGEPAGE);        /* a hint: without THP, 4 KiB pages */
 	memset(p, 0x5a, len);
 	return p;
+}
+
+static void private_free(void *p, size_t len)
+{
+	munmap(p, (len + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1));
+}
+
+/* Which pages this process's memory got: "huge" if any 2 MiB page is mapped. */
+static const char *mem_kind(void)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[256];
+	unsigned long kb, huge = 0;
+
+	if (!f)
+		return "unknown";
+	while (fgets(line, sizeof(line), f))
+		if ((sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 ||
+		     sscanf(line, "ShmemPmdMapped: %lu kB", &kb) == 1 ||
+		     sscanf(line, "FilePmdMapped: %lu kB", &kb) == 1))
+			huge += kb;
+	fclose(f);
+	return huge ? "huge" : "4k";
 }
 
 static void print_bw(const char *test, uint32_t size, const struct opts *o, uint64_t ops,
@@ -120,9 +182,9 @@ static void print_bw(const char *test, uint32_t size, const struct opts *o, uint
 		snprintf(cpus, sizeof(cpus), "%d", o->cpu_a);
 	printf("{\"bench\":\"urd_floor\",\"test\":\"%s\",\"kind\":\"bw\",\"size\":%u,"
 	       "\"secs\":%.6f,\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"MBps\":%.3f,\"Mops\":%.6f,"
-	       "\"cpus\":\"%s\",\"cpu_cores\":{\"copier\":%.4f}}\n",
+	       "\"cpus\":\"%s\",\"mem\":\"%s\",\"cpu_cores\":{\"copier\":%.4f}}\n",
 	       test, size, secs, ops, ops * size, (double)ops * size / secs / 1e6,
-	       (double)ops / secs / 1e6, cpus, (double)cpu_ns / (double)ns);
+	       (double)ops / secs / 1e6, cpus, mem_kind(), (double)cpu_ns / (double)ns);
 	fflush(stdout);
 }
 
@@ -248,7 +310,7 @@ static void run_shmcopy(const struct opts *o)
 		waitpid(pid, &st, 0);
 		print_bw("shmcopy", size, o, ops, t - start, cpu_self_ns() - cpu0);
 		munmap(ctl, sizeof(*ctl) + ring_bytes + 4096);
-		free(src);
+		private_free(src, size);
 	}
 }
 
@@ -357,6 +419,7 @@ int main(int argc, char **argv)
 		{ "ms", required_argument, NULL, 'T' },
 		{ "warmup-ms", required_argument, NULL, 'w' },
 		{ "cpus", required_argument, NULL, 'c' },
+		{ "shm-dir", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .warmup_ns = 100000000ull, .window_ns = 500000000ull,
@@ -367,7 +430,7 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 usage:
 		fprintf(stderr, "usage: urd_floor memcpy|shmcopy [-s SIZE,...] [--ms N] [--warmup-ms N] "
-			"[--cpus A[,B]]\n       urd_floor pingpong [--ms N] [--warmup-ms N] [--cpus A,B]\n");
+			"[--cpus A[,B]] [--shm-dir DIR]\n       urd_floor pingpong [--ms N] [--warmup-ms N] [--cpus A,B]\n");
 		return 2;
 	}
 	test = argv[1];
@@ -391,6 +454,7 @@ usage:
 			if (sscanf(optarg, "%d,%d", &o.cpu_a, &o.cpu_b) < 1)
 				die("bad --cpus %s", optarg);
 			break;
+		case 'D': shm_dir = optarg; break;
 		default:
 			goto usage;
 		}
