@@ -4,6 +4,8 @@ plots (gnuplot) and a one-screen summary on stdout.
 
     bench/report.py RESULTS_DIR
     bench/report.py --compare BEFORE_DIR AFTER_DIR    key figures side by side
+    bench/report.py --compare B1,B2 A1,A2    several runs a side, pooled (run
+                                             them alternately: B1 A1 B2 A2)
 
 Reads RESULTS_DIR/raw/*.jsonl (one JSON object per measured point, written by
 urd_bench, urd_floor and the runner's wrappers of perftest and ucx_perftest),
@@ -164,6 +166,8 @@ def compute(recs):
     eff_s = [dict(rep=r.get("rep"), v=r["MBps"] / get(r, "cpu_cores.copier"))
              for r in sel(fl, test="shmcopy", size=MIB) if get(r, "cpu_cores.copier")]
     R["write1m_over_shm_percpu"] = paired_ratio(eff_w, eff_s, "v")
+    R["write1m_percpu"] = Stat([e["v"] for e in eff_w])
+    R["write_4096"] = stat_of(pt("mapped", "write", "bw", 4096), "MBps")
     R["load1"] = Stat([r.get("load1") for r in recs if r.get("load1") is not None])
     # how much of a core the engine got while it had work (RDMA WRITE bandwidth, 64 KiB and up)
     R["engine_share"] = Stat([get(r, "cpu_cores.engine") for r in sz if r.get("datapath") == "mapped"
@@ -893,23 +897,49 @@ KEYS = [
     ("WRITE 2 B latency p50, forwarding (us)", "lat2_forward_write"),
     ("empty poll_cq, unirdma (us)", "nop_mapped"),
     ("empty poll_cq, forwarding (us)", "nop_forward"),
+    ("unirdma / forwarding, WRITE 64 B message rate", "rate64_ratio_write"),
+    ("READ 64 B message rate, unirdma (Mops)", "rate64_mapped_read"),
+    ("SEND 64 B message rate, unirdma (Mops)", "rate64_mapped_send"),
+    ("WRITE 4 KiB bandwidth (MB/s)", "write_4096"),
     ("WRITE 64 KiB bandwidth (MB/s)", "write_65536"),
     ("WRITE 1 MiB bandwidth (MB/s)", "write1m"),
+    ("WRITE 1 MiB per engine CPU-second (MB/s)", "write1m_percpu"),
     ("WRITE 1 MiB / shm copy", "write1m_over_shm"),
+    ("WRITE / UCX put, 64 KiB", "write_over_ucx_65536"),
+    ("WRITE / UCX put, 1 MiB", "write_over_ucx_1048576"),
     ("idle engine (cores)", "idle_engine"),
 ]
 
 
+def load_pooled(dirs):
+    """The records of several results directories as one set of repetitions
+    (repetition r of the k-th directory becomes 1000 * k + r, so paired
+    ratios still pair points of the same run)."""
+    recs = []
+    for k, d in enumerate(dirs.split(",")):
+        for r in load(d):
+            if isinstance(r.get("rep"), int):
+                r["rep"] += 1000 * k
+            recs.append(r)
+    return recs
+
+
 def compare(before, after):
-    Rb, Ra = compute(load(before)), compute(load(after))
-    print("%-46s %16s %16s %8s" % ("figure", os.path.basename(before.rstrip("/"))[:16],
-                                   os.path.basename(after.rstrip("/"))[:16], "after/before"))
+    Rb, Ra = compute(load_pooled(before)), compute(load_pooled(after))
+
+    def label(dirs):
+        return ",".join(os.path.basename(d.rstrip("/")) for d in dirs.split(","))[:22]
+
+    print("%-46s %22s %22s %8s" % ("figure (median [min-max] over repetitions)", label(before),
+                                   label(after), "after/before"))
     for name, k in KEYS:
         b, a = Rb.get(k), Ra.get(k)
         bm = b.med if b else None
         am = a.med if a else None
         ratio = "%.3g" % (am / bm) if am is not None and bm else "–"
-        print("%-46s %16s %16s %8s" % (name, fmt(bm), fmt(am), ratio))
+        bs = "%s [%s-%s]" % (fmt(bm), fmt(b.lo), fmt(b.hi)) if b else "–"
+        as_ = "%s [%s-%s]" % (fmt(am), fmt(a.lo), fmt(a.hi)) if a else "–"
+        print("%-46s %22s %22s %8s" % (name, bs, as_, ratio))
 
 
 def main():

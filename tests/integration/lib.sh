@@ -201,6 +201,25 @@ listening() {
 	return 1
 }
 
+# hang_report INIT_PID: where the processes under a container's init are
+# stuck (states, kernel wait channels, user stacks), to tell a slow machine
+# from a hang in the library or the daemon.
+hang_report() {
+	local init=$1 p
+	if [ -z "$init" ]; then
+		say "  (no pidfile: the container itself did not start)"
+		return
+	fi
+	for p in $init $(pgrep -P "$init" 2>/dev/null); do
+		[ -d /proc/"$p" ] || continue
+		say "  pid $p $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null| cut -c1-80): state $(awk '{print $3}' /proc/"$p"/stat 2>/dev/null), wchan $(cat /proc/"$p"/wchan 2>/dev/null)"
+		if command -v gdb >/dev/null && [ "$p" != "$init" ]; then
+			timeout 20 gdb -p "$p" -batch -ex 'thread apply all bt 12' 2>/dev/null |
+				grep -E '^(Thread|#)' | sed 's/^/    /' | head -60
+		fi
+	done
+}
+
 # wait_for_exit PID SECONDS: 0 when PID (a child of this shell) exited in time.
 wait_for_exit() {
 	local i
@@ -251,6 +270,7 @@ run_pair() {
 	if [ "$i" -ge 300 ]; then
 		say "server did not listen on TCP port $port within 15 s; its output:"
 		sed 's/^/  | /' "$PAIR_SERVER_OUT"
+		hang_report "$(cat "$pidf" 2>/dev/null)"
 		kill -TERM "$spid" 2>/dev/null
 		return 1
 	fi
