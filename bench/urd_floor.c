@@ -102,10 +102,23 @@ struct opts {
 
 static const char *shm_dir;             /* --shm-dir */
 
+/* A file on a huge=within_size tmpfs gets 2 MiB pages only where its size
+ * covers them: file-backed shared buffers are sized in whole huge pages. */
+static size_t shared_len(size_t len)
+{
+	return shm_dir ? (len + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1) : len;
+}
+
+static void shared_unmap(void *p, size_t len)
+{
+	munmap(p, shared_len(len));
+}
+
 static void *shared_map(size_t len)
 {
 	void *p;
 
+	len = shared_len(len);
 	if (shm_dir) {
 		char path[4096];
 		int fd;
@@ -152,22 +165,27 @@ static void private_free(void *p, size_t len)
 	munmap(p, (len + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1));
 }
 
-/* Which pages this process's memory got: "huge" if any 2 MiB page is mapped. */
+/* Which pages this process's memory got, private and shared: "huge" if a
+ * 2 MiB page of that kind is mapped, else "4k". */
 static const char *mem_kind(void)
 {
+	static char out[64];
 	FILE *f = fopen("/proc/self/smaps_rollup", "r");
 	char line[256];
-	unsigned long kb, huge = 0;
+	unsigned long kb, anon = 0, shared = 0;
 
 	if (!f)
 		return "unknown";
-	while (fgets(line, sizeof(line), f))
-		if ((sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 ||
-		     sscanf(line, "ShmemPmdMapped: %lu kB", &kb) == 1 ||
-		     sscanf(line, "FilePmdMapped: %lu kB", &kb) == 1))
-			huge += kb;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+			anon += kb;
+		if (sscanf(line, "ShmemPmdMapped: %lu kB", &kb) == 1 ||
+		    sscanf(line, "FilePmdMapped: %lu kB", &kb) == 1)
+			shared += kb;
+	}
 	fclose(f);
-	return huge ? "huge" : "4k";
+	snprintf(out, sizeof(out), "private %s, shared %s", anon ? "huge" : "4k", shared ? "huge" : "4k");
+	return out;
 }
 
 static void print_bw(const char *test, uint32_t size, const struct opts *o, uint64_t ops,
@@ -309,7 +327,7 @@ static void run_shmcopy(const struct opts *o)
 		__atomic_store_n(&ctl->stop, 1, __ATOMIC_RELEASE);
 		waitpid(pid, &st, 0);
 		print_bw("shmcopy", size, o, ops, t - start, cpu_self_ns() - cpu0);
-		munmap(ctl, sizeof(*ctl) + ring_bytes + 4096);
+		shared_unmap(ctl, sizeof(*ctl) + ring_bytes + 4096);
 		private_free(src, size);
 	}
 }

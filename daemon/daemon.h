@@ -270,7 +270,7 @@ void ctx_destroy(struct urd_ctx *ctx);
 void ctx_post_async(struct urd_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle);
 /* Move backlogged async events into the ring as far as the tenant made room. */
 void ctx_async_flush(struct urd_ctx *ctx);
-#define URD_ASYNC_BACKLOG_MAX 65536u    /* events queued beyond the ring, per context */
+#define URD_ASYNC_BACKLOG_MAX 16384u    /* per context: 4 per QP slot, 256 KiB */
 void ctx_notify(struct urd_ctx *ctx);
 int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
 		  void *resp, uint32_t *resp_len);
