@@ -237,10 +237,20 @@ case_network_lifecycle() {
 	check "the namespace is back" eval 'ip netns list | grep -q "^$NS\b"'
 	check "its bridge is up" eval 'ip -n "$NS" link show br0 | grep -q ",UP"'
 	check "the host namespace got no unirdma links" eval '! ip -o link show | grep -Eq ": (ux[0-9]+|br0)[@:]"'
-	"$UNIRDMA" exec "$VR_A" -- sleep 30 &
-	local pid=$! i
+	# the port of the container above goes away asynchronously (the kernel
+	# frees the veth with its netns): wait, or we would count that one
+	local pid i
+	for ((i = 0; i < 100; i++)); do [ "$(bridge_ports)" = 0 ] && break; sleep 0.05; done
+	"$UNIRDMA" exec "$VR_A" -- sleep 30 >"$WORK/sleeper.out" 2>&1 &
+	pid=$!
 	for ((i = 0; i < 100; i++)); do [ "$(bridge_ports)" -ge 1 ] && break; sleep 0.05; done
 	check "a running container has a port on the bridge" test "$(bridge_ports)" -ge 1
+	if [ "$(bridge_ports)" -lt 1 ]; then
+		say "  after $i polls: container $(kill -0 "$pid" 2>/dev/null && echo running || echo ended); its output:"
+		sed 's/^/  | /' "$WORK/sleeper.out"
+		say "  links in $NS:"
+		ip -n "$NS" -o link show 2>&1 | sed 's/^/  | /'
+	fi
 	kill -TERM "$pid"
 	wait "$pid"
 	for ((i = 0; i < 100; i++)); do [ "$(bridge_ports)" = 0 ] && break; sleep 0.05; done

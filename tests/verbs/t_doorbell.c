@@ -60,6 +60,22 @@ static void pause_a_little(void)
 	nanosleep(&ts, NULL);                   /* engine goes to sleep */
 }
 
+/* Signaled completions seen so far, and the wr_id (= sequence number) of the
+ * last: completions of one send queue come back in post order. */
+static uint64_t signaled_seen, last_done;
+
+static void take_completion(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+
+	t_wait_wc(cq, &wc);
+	CHECK_WC(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	if (signaled_seen)
+		CHECK(wc.wr_id > last_done);
+	last_done = wc.wr_id;
+	signaled_seen++;
+}
+
 int main(void)
 {
 	struct ibv_qp_cap cap = { .max_send_wr = 16, .max_recv_wr = 4,
@@ -67,11 +83,10 @@ int main(void)
 	struct ibv_qp_cap bcap = cap;
 	struct ibv_cq *scq, *rcq;
 	struct ibv_qp *a, *b;
-	uint64_t *src, *arr, seq = 0, done = 0, end;
+	uint64_t *src, *arr, seq = 0, end;
 	uint64_t expect[SLOTS] = { 0 };
-	uint64_t signaled_posted = 0, signaled_seen = 0, bursts = 0, full = 0;
+	uint64_t signaled_posted = 0, bursts = 0, full = 0;
 	struct ibv_mr *mr_src, *mr_arr;
-	struct ibv_wc wc;
 
 	t_start("t_doorbell");
 	t_open(&A, 0);
@@ -106,11 +121,7 @@ int main(void)
 					    (uintptr_t)&arr[slot], mr_arr->rkey, 0)) == ENOMEM) {
 				/* queue full: only a completion can make room */
 				full++;
-				t_wait_wc(scq, &wc);
-				CHECK_WC(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
-				CHECK(wc.wr_id > done || done == 0);
-				done = wc.wr_id;
-				signaled_seen++;
+				take_completion(scq);
 			}
 			CHECK_OK(rc);
 			expect[slot] = *s;
@@ -121,23 +132,15 @@ int main(void)
 		}
 		/* sometimes leave the burst in flight, sometimes drain it */
 		if (rnd(2)) {
-			while (signaled_seen < signaled_posted) {
-				t_wait_wc(scq, &wc);
-				CHECK_WC(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
-				done = wc.wr_id;
-				signaled_seen++;
-			}
-			CHECK_EQ(done, seq - 1);
+			while (signaled_seen < signaled_posted)
+				take_completion(scq);
+			CHECK_EQ(last_done, seq - 1);
 		}
 		pause_a_little();
 	}
-	while (signaled_seen < signaled_posted) {
-		t_wait_wc(scq, &wc);
-		CHECK_WC(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
-		done = wc.wr_id;
-		signaled_seen++;
-	}
-	CHECK_EQ(done, seq - 1);
+	while (signaled_seen < signaled_posted)
+		take_completion(scq);
+	CHECK_EQ(last_done, seq - 1);
 	CHECK_CQ_EMPTY(scq);
 	for (uint32_t i = 0; i < SLOTS; i++)
 		CHECK_EQ(arr[i], expect[i]);
