@@ -267,6 +267,9 @@ void alloc_fini(struct urd_alloc *a);
 /* ctrl.c */
 void *ctrl_thread_main(void *arg);
 void ctx_destroy(struct urd_ctx *ctx);
+/* The context's object behind handle (generation << 16 | index into
+ * ctx->handles), if it is of that type; NULL otherwise. */
+void *obj_get(struct urd_ctx *ctx, uint32_t handle, enum urd_obj_type type);
 void ctx_post_async(struct urd_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle);
 /* Move backlogged async events into the ring as far as the tenant made room. */
 void ctx_async_flush(struct urd_ctx *ctx);

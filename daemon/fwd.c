@@ -22,21 +22,6 @@
 #include "unirdma/barrier.h"
 #include "unirdma/fwd.h"
 
-/* The context's object behind handle, of that type (objects.c's obj_get:
- * handle = generation << 16 | index into ctx->handles). */
-static void *fwd_obj(struct urd_ctx *ctx, uint32_t handle, enum urd_obj_type type)
-{
-	uint32_t idx = handle & 0xffff;
-	struct urd_obj *o;
-
-	if (!idx || idx >= ctx->nhandles)
-		return NULL;
-	o = ctx->handles[idx];
-	if (!o || o->handle != handle || o->type != type)
-		return NULL;
-	return o;
-}
-
 /* What the library's urd_ring_doorbell() does, on the tenant's behalf:
  * doorbell bit, summary bit, full fence, then wake the engine if it said it
  * sleeps (the engine sets engine_sleeping before re-checking the doorbells). */
@@ -77,7 +62,7 @@ static int fwd_post_send(struct urd_ctx *ctx, const uint8_t *req, uint32_t len,
 			 struct urd_fwd_post_resp *o)
 {
 	const struct urd_fwd_post_req *r = (const void *)req;
-	struct urd_qp *qp = fwd_obj(ctx, r->handle, OBJ_QP);
+	struct urd_qp *qp = obj_get(ctx, r->handle, OBJ_QP);
 	uint32_t off = sizeof(*r), prod, room, slot_bytes, i;
 	int ret = 0;
 
@@ -193,7 +178,7 @@ static int fwd_post_recv(struct urd_ctx *ctx, const uint8_t *req, uint32_t len,
 			 struct urd_fwd_post_resp *o)
 {
 	const struct urd_fwd_post_req *r = (const void *)req;
-	struct urd_qp *qp = fwd_obj(ctx, r->handle, OBJ_QP);
+	struct urd_qp *qp = obj_get(ctx, r->handle, OBJ_QP);
 	int ret;
 
 	if (!qp || qp->srq || !qp->rq.bytes)
@@ -211,7 +196,7 @@ static int fwd_post_srq_recv(struct urd_ctx *ctx, const uint8_t *req, uint32_t l
 			     struct urd_fwd_post_resp *o)
 {
 	const struct urd_fwd_post_req *r = (const void *)req;
-	struct urd_srq *srq = fwd_obj(ctx, r->handle, OBJ_SRQ);
+	struct urd_srq *srq = obj_get(ctx, r->handle, OBJ_SRQ);
 
 	if (!srq)
 		return -EINVAL;
@@ -224,7 +209,7 @@ static int fwd_poll_cq(struct urd_ctx *ctx, const uint8_t *req, uint8_t *resp, u
 {
 	const struct urd_fwd_poll_req *r = (const void *)req;
 	struct urd_fwd_poll_resp *o = (void *)resp;
-	struct urd_cq *cq = fwd_obj(ctx, r->handle, OBJ_CQ);
+	struct urd_cq *cq = obj_get(ctx, r->handle, OBJ_CQ);
 	struct urd_ring *ring;
 	uint32_t cons, avail, n;
 
@@ -258,7 +243,7 @@ static int fwd_poll_cq(struct urd_ctx *ctx, const uint8_t *req, uint8_t *resp, u
 static int fwd_req_notify(struct urd_ctx *ctx, const uint8_t *req)
 {
 	const struct urd_fwd_notify_req *r = (const void *)req;
-	struct urd_cq *cq = fwd_obj(ctx, r->handle, OBJ_CQ);
+	struct urd_cq *cq = obj_get(ctx, r->handle, OBJ_CQ);
 	uint32_t want = r->solicited_only ? URD_CQ_ARM_SOLICITED : URD_CQ_ARM_ANY;
 
 	if (!cq)

@@ -59,7 +59,7 @@ static void handle_free(struct urd_obj *o)
 	o->ctx->handles[o->handle & 0xffff] = NULL;
 }
 
-static void *obj_get(struct urd_ctx *ctx, uint32_t handle, enum urd_obj_type type)
+void *obj_get(struct urd_ctx *ctx, uint32_t handle, enum urd_obj_type type)
 {
 	uint32_t idx = handle & 0xffff;
 	struct urd_obj *o;
