@@ -58,6 +58,25 @@ static int ring_room(const struct urd_ring *r, uint32_t limit, uint32_t prod, ui
 	return 0;
 }
 
+/* Copies the next WQE of the request, bytes long from *off (header and body,
+ * already validated), into the ring's slot at *prod and steps past it (the
+ * request pads each WQE to URD_FWD_ALIGN). */
+static int ring_put(struct urd_ring *r, uint32_t *prod, uint32_t *room, const uint8_t *req,
+		    uint32_t len, uint32_t *off, uint32_t bytes)
+{
+	if (len - *off < bytes)
+		return -EINVAL;
+	if (!*room)
+		return -ENOMEM;
+	memcpy(r->slots + ((size_t)(*prod & (r->n - 1)) << r->shift), req + *off, bytes);
+	(*prod)++;
+	(*room)--;
+	*off += pad(bytes);
+	if (*off > len)
+		*off = len;
+	return 0;
+}
+
 static int fwd_post_send(struct urd_ctx *ctx, const uint8_t *req, uint32_t len,
 			 struct urd_fwd_post_resp *o)
 {
@@ -98,21 +117,9 @@ static int fwd_post_send(struct urd_ctx *ctx, const uint8_t *req, uint32_t len,
 			}
 			body = w.num_sge * (uint32_t)sizeof(struct urd_sge);
 		}
-		if (len - off - sizeof(w) < body) {
-			ret = -EINVAL;
+		ret = ring_put(&qp->sq, &prod, &room, req, len, &off, (uint32_t)sizeof(w) + body);
+		if (ret)
 			break;
-		}
-		if (!room) {
-			ret = -ENOMEM;
-			break;
-		}
-		memcpy(qp->sq.slots + ((size_t)(prod & (qp->sq.n - 1)) << qp->sq.shift),
-		       req + off, sizeof(w) + body);
-		prod++;
-		room--;
-		off += pad((uint32_t)sizeof(w) + body);
-		if (off > len)
-			off = len;
 	}
 	o->posted = i;
 	if (i) {
@@ -151,21 +158,9 @@ static int fwd_post_recv_ring(struct urd_ring *ring, uint32_t max_sge, uint32_t 
 			break;
 		}
 		body = w.num_sge * (uint32_t)sizeof(struct urd_sge);
-		if (len - off - sizeof(w) < body) {
-			ret = -EINVAL;
+		ret = ring_put(ring, &prod, &room, req, len, &off, (uint32_t)sizeof(w) + body);
+		if (ret)
 			break;
-		}
-		if (!room) {
-			ret = -ENOMEM;
-			break;
-		}
-		memcpy(ring->slots + ((size_t)(prod & (ring->n - 1)) << ring->shift),
-		       req + off, sizeof(w) + body);
-		prod++;
-		room--;
-		off += pad((uint32_t)sizeof(w) + body);
-		if (off > len)
-			off = len;
 	}
 	o->posted = i;
 	if (i)
