@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util.h"
+
 #include <infiniband/verbs.h>
 
 #define MAGIC        0x55524442u    /* "URDB" */
@@ -67,19 +69,6 @@ static const char *const test_name[] = { "write", "read", "send", "nop", "idle" 
 static const char *const kind_name[] = { "bw", "lat" };
 
 /* ------------------------------------------------------------ utilities */
-
-static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "urd_bench: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
 
 /* Where the program is, for the SIGTERM that a runner's timeout sends: a
  * hung benchmark says what it was waiting for. */
@@ -124,22 +113,6 @@ static void on_term(int sig)
 	if (write(2, b, o) < 0)
 		_exit(128 + sig);
 	_exit(128 + sig);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t cpu_self_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void send_all(int fd, const void *buf, size_t len)
@@ -1143,24 +1116,6 @@ static void usage(void)
 		"                 [--start-at UNIX_MS] [--cpu NAME=FD]... [--tag KEY=VALUE]...\n"
 		"One JSON object per size on stdout (bench/README.md).\n");
 	exit(2);
-}
-
-static uint64_t num(const char *s, const char *what)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		die("bad %s: %s", what, s);
-	if (*end == 'k' || *end == 'K')
-		v <<= 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		v <<= 20, end++;
-	if (*end)
-		die("bad %s: %s", what, s);
-	return v;
 }
 
 int main(int argc, char **argv)

@@ -45,37 +45,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util.h"
+
 #define MAX_SIZES 64
 #define LINE 64
-
-static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "urd_floor: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t cpu_self_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void pin(int cpu)
 {
@@ -410,24 +383,6 @@ static void run_pingpong(const struct opts *o)
 	       n ? samples[n - 1] : 0, n ? sum / (double)n : 0, o->cpu_a, o->cpu_b,
 	       (double)(cpu_self_ns() - cpu0) / (double)(t - start));
 	free(samples);
-}
-
-static uint64_t num(const char *s, const char *what)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		die("bad %s: %s", what, s);
-	if (*end == 'k' || *end == 'K')
-		v <<= 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		v <<= 20, end++;
-	if (*end)
-		die("bad %s: %s", what, s);
-	return v;
 }
 
 int main(int argc, char **argv)

@@ -11,11 +11,11 @@ BENCH_ARGS  ?=
 
 # The verbs benchmark links against our libibverbs like the tests; the floor
 # programs need no RDMA at all.
-$(BUILD)/bench/urd_floor: bench/urd_floor.c
+$(BUILD)/bench/urd_floor: bench/urd_floor.c bench/util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS)
 
-$(BUILD)/bench/%: bench/%.c $(LIBIBVERBS)
+$(BUILD)/bench/%: bench/%.c bench/util.h $(LIBIBVERBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) \
 		-L$(BUILD)/lib -l:libibverbs.so.1 -Wl,-rpath-link,$(BUILD)/lib -lpthread
