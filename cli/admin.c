@@ -203,7 +203,9 @@ int admin_request(const char *what, struct json_object *req, bool echo_json,
 	memcpy(msg + tlen, "\n", 2);
 	err = send_all(fd, msg, tlen + 1);
 	free(msg);
-	if (!err)
+	/* a daemon that refuses us answers at once and may close before our
+	 * request is out: its answer is still there to read */
+	if (!err || err == -EPIPE || err == -ECONNRESET)
 		err = recv_line(fd, &line);
 	close(fd);
 	if (err) {

@@ -1,7 +1,10 @@
 /* The admin socket: STATE/admin.sock, one JSON request per connection, one
- * JSON answer.  Only root may manage vRNICs (SO_PEERCRED).  Everything a
- * client sends is size-limited and parsed by json-c; bad input gets
- * {"ok":false,"errno":N,"error":"..."} and changes nothing. */
+ * JSON answer.  Only root (and --admin-group) may manage vRNICs: the peer's
+ * credentials are checked at accept and anyone else gets one refusal at once.
+ * A request must arrive whole within 2 s of accept; admitted clients are
+ * served concurrently.  Everything a client sends is size-limited and parsed
+ * by json-c; bad input gets {"ok":false,"errno":N,"error":"..."} and changes
+ * nothing. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -22,6 +25,8 @@
 #include "log.h"
 
 #define ADMIN_MAX_REQ 65536
+#define ADMIN_DEADLINE_MS 2000          /* for a whole request, from accept */
+#define ADMIN_MAX_CLIENTS 16            /* admitted clients served at once */
 
 static int listen_fd = -1;
 static pthread_t admin_thread;
@@ -375,58 +380,74 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 }
 
 /* root, or a member (primary or supplementary group) of --admin-group.  The
- * supplementary groups come from /proc/PID/status of the peer at connect. */
-static bool may_manage(const struct urd_daemon *d, const struct ucred *cred)
+ * credentials are the kernel's record of the peer at connect() (SO_PEERCRED,
+ * SO_PEERGROUPS), not /proc/PID read later: that PID may be another process
+ * by then. */
+static bool may_manage(const struct urd_daemon *d, int fd)
 {
-	char path[64], line[512];
+	gid_t groups[64], *g = groups;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
 	bool ok = false;
-	FILE *f;
 
-	if (cred->uid == 0)
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || len != sizeof(cred))
+		return false;
+	if (cred.uid == 0)
 		return true;
 	if (!d->admin_gid_set)
 		return false;
-	if (cred->gid == d->admin_gid)
+	if (cred.gid == d->admin_gid)
 		return true;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)cred->pid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 7, *end;
-
-		if (strncmp(line, "Groups:", 7))
-			continue;
-		for (;;) {
-			unsigned long g = strtoul(p, &end, 10);
-
-			if (end == p)
-				break;
-			if (g == d->admin_gid)
-				ok = true;
-			p = end;
+	len = sizeof(groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+		if (errno != ERANGE || !len)
+			return false;
+		g = malloc(len);        /* up to NGROUPS_MAX (65536) groups */
+		if (!g || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+			free(g);
+			return false;
 		}
 	}
-	fclose(f);
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (g[i] == d->admin_gid)
+			ok = true;
+	if (g != groups)
+		free(g);
 	return ok;
 }
 
-static void serve(struct urd_daemon *d, int fd)
+static void send_answer(int fd, json_object *ans)
 {
-	static char buf[ADMIN_MAX_REQ + 1];
-	struct ucred cred;
-	socklen_t cl = sizeof(cred);
+	const char *out = json_object_to_json_string_ext(ans, JSON_C_TO_STRING_PLAIN);
+
+	if (send(fd, out, strlen(out), MSG_NOSIGNAL) < 0 || send(fd, "\n", 1, MSG_NOSIGNAL) < 0)
+		log_debug("admin: client went away");
+}
+
+static long long now_ms(void)
+{
+	return (long long)(urd_now_ns() / 1000000);
+}
+
+/* One request: one line of at most ADMIN_MAX_REQ bytes that must be complete
+ * ADMIN_DEADLINE_MS after accept, however it is dribbled in. */
+static void serve(struct urd_daemon *d, int fd, long long deadline)
+{
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	json_object *req = NULL, *ans;
 	bool shutdown = false;
 	size_t n = 0;
-	const char *out;
+	char *buf = malloc(ADMIN_MAX_REQ + 1);
 
-	/* one line, at most ADMIN_MAX_REQ bytes, within 2 s */
+	if (!buf) {
+		ans = error_json(ENOMEM, NULL);
+		goto answer;
+	}
 	while (n < ADMIN_MAX_REQ && !memchr(buf, '\n', n)) {
+		long long left = deadline - now_ms();
 		ssize_t r;
 
-		if (poll(&p, 1, 2000) <= 0)
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			break;
 		r = read(fd, buf + n, ADMIN_MAX_REQ - n);
 		if (r <= 0)
@@ -434,11 +455,8 @@ static void serve(struct urd_daemon *d, int fd)
 		n += (size_t)r;
 	}
 	buf[n] = 0;
-	/* the request is read first so that a refused client is not cut off
-	 * while it writes (it would see EPIPE instead of the answer) */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) || !may_manage(d, &cred)) {
-		ans = error_json(EPERM, d->admin_gid_set ? "only root and the admin group may manage unirdma"
-							 : "only root may manage unirdma");
+	if (!memchr(buf, '\n', n) && n < ADMIN_MAX_REQ && now_ms() >= deadline) {
+		ans = error_json(ETIMEDOUT, "the request did not arrive within 2 s");
 		goto answer;
 	}
 	req = json_tokener_parse(buf);
@@ -450,14 +468,102 @@ static void serve(struct urd_daemon *d, int fd)
 	ans = handle(d, req, &shutdown);
 	pthread_mutex_unlock(&d->lock);
 answer:
-	out = json_object_to_json_string_ext(ans, JSON_C_TO_STRING_PLAIN);
-	if (write(fd, out, strlen(out)) < 0 || write(fd, "\n", 1) < 0)
-		log_debug("admin: client went away");
+	free(buf);
+	send_answer(fd, ans);
 	json_object_put(ans);
 	if (req)
 		json_object_put(req);
 	if (shutdown)
 		kill(getpid(), SIGTERM);
+}
+
+/* Admitted clients are served side by side, each by a thread of its own, at
+ * most ADMIN_MAX_CLIENTS at a time (only root and the admin group get that
+ * far; each is done within its deadline plus its handler). */
+static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conn_done = PTHREAD_COND_INITIALIZER;
+static unsigned int nconn;
+
+struct conn {
+	int fd;
+	long long deadline;
+};
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+
+	serve(admin_d, c->fd, c->deadline);
+	close(c->fd);
+	free(c);
+	pthread_mutex_lock(&conn_lock);
+	nconn--;
+	pthread_cond_broadcast(&conn_done);
+	pthread_mutex_unlock(&conn_lock);
+	return NULL;
+}
+
+/* A refused client gets its one-line answer at once.  What it already sent is
+ * read first (without waiting): closing a socket with unread data makes the
+ * peer's reads fail with ECONNRESET instead of returning the answer. */
+static void refuse(int fd, int err, const char *msg)
+{
+	char sink[4096];
+	json_object *ans = error_json(err, msg);
+
+	/* bounded: a client that writes as fast as we read gets no more */
+	for (int i = 0; i < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
+		;
+	send_answer(fd, ans);
+	json_object_put(ans);
+	shutdown(fd, SHUT_WR);
+	for (int i = 0; i < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
+		;
+}
+
+static void admit(struct urd_daemon *d, int fd)
+{
+	struct timeval snd = { .tv_sec = ADMIN_DEADLINE_MS / 1000, .tv_usec = ADMIN_DEADLINE_MS % 1000 * 1000 };
+	pthread_attr_t attr;
+	pthread_t t;
+	struct conn *c;
+	bool full;
+
+	if (!may_manage(d, fd)) {
+		refuse(fd, EPERM, d->admin_gid_set ? "only root and the admin group may manage unirdma"
+						   : "only root may manage unirdma");
+		close(fd);
+		return;
+	}
+	/* an answer the client does not read must not hold a thread forever */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof(snd));
+	pthread_mutex_lock(&conn_lock);
+	full = nconn >= ADMIN_MAX_CLIENTS;
+	if (!full)
+		nconn++;
+	pthread_mutex_unlock(&conn_lock);
+	c = full ? NULL : malloc(sizeof(*c));
+	if (!c)
+		goto busy;
+	c->fd = fd;
+	c->deadline = now_ms() + ADMIN_DEADLINE_MS;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	if (!pthread_create(&t, &attr, conn_main, c)) {
+		pthread_attr_destroy(&attr);
+		return;
+	}
+	pthread_attr_destroy(&attr);
+	free(c);
+busy:
+	if (!full) {
+		pthread_mutex_lock(&conn_lock);
+		nconn--;
+		pthread_mutex_unlock(&conn_lock);
+	}
+	refuse(fd, EBUSY, "too many admin requests at once; try again");
+	close(fd);
 }
 
 static void *admin_main(void *arg)
@@ -470,10 +576,13 @@ static void *admin_main(void *arg)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				usleep(10000);  /* out of fds: the served clients will free some */
+				continue;
+			}
 			break;          /* the socket was shut down */
 		}
-		serve(d, fd);
-		close(fd);
+		admit(d, fd);
 	}
 	return NULL;
 }
@@ -514,6 +623,11 @@ void admin_stop(void)
 		return;
 	shutdown(listen_fd, SHUT_RDWR);
 	pthread_join(admin_thread, NULL);
+	/* the clients being served end within their deadline */
+	pthread_mutex_lock(&conn_lock);
+	while (nconn)
+		pthread_cond_wait(&conn_done, &conn_lock);
+	pthread_mutex_unlock(&conn_lock);
 	close(listen_fd);
 	snprintf(path, sizeof(path), "%s/admin.sock", admin_d->state_dir);
 	unlink(path);
