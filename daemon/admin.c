@@ -277,6 +277,8 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 		json_object_object_add(ok, "pid", json_object_new_int(getpid()));
 		json_object_object_add(ok, "engine", engine_json(d));
 		json_object_object_add(ok, "metrics_port", json_object_new_int(metrics_port()));
+		if (metrics_token_file())
+			json_object_object_add(ok, "metrics_token_file", json_object_new_string(metrics_token_file()));
 		return ok;
 	}
 	if (!strcmp(cmd, "shutdown")) {

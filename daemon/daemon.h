@@ -315,10 +315,11 @@ void guard_add(void *addr, uint64_t len);
 void guard_remove(void *addr);
 
 /* metrics.c: Prometheus text endpoint */
-int metrics_start(struct urd_daemon *d, const char *listen_addr);
+int metrics_start(struct urd_daemon *d, const char *listen_addr, const char *token_file);
 void metrics_stop(void);
 int metrics_port(void);
-char *metrics_render(struct urd_daemon *d);      /* big lock held; malloc'd */
+const char *metrics_token_file(void);           /* the token file it wrote, or NULL */
+char *metrics_render(struct urd_daemon *d);      /* takes the big lock briefly; malloc'd */
 
 /* engine/qos.c */
 bool qos_admit(struct urd_vrnic *vr, uint64_t bytes, uint64_t now, uint64_t *until);

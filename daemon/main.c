@@ -27,7 +27,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: unirdmad [--state-dir DIR] [--foreground] [--metrics ADDR:PORT|off]\n"
-		"                [--admin-group GROUP] [--debug]\n"
+		"                [--metrics-token-file FILE] [--admin-group GROUP] [--debug]\n"
 		"\n"
 		"The unirdma host daemon: virtual RDMA NICs for containers and VMs.\n"
 		"  --state-dir DIR  where the admin socket and the vRNIC region files live\n"
@@ -35,6 +35,8 @@ static void usage(FILE *f)
 		"  --foreground     do not detach; log to stderr\n"
 		"  --metrics A:P    Prometheus metrics at http://A:P/metrics\n"
 		"                   (default 127.0.0.1:9464; port 0 picks a free one; off)\n"
+		"  --metrics-token-file F  the bearer token scrapers must send (default: a\n"
+		"                   fresh one in DIR/metrics.token, mode 0640)\n"
 		"  --admin-group G  members of group G may manage too (default: root only)\n"
 		"  --debug          verbose logging\n"
 		"Manage it with unirdma(8).  SIGTERM or SIGINT stop it cleanly.\n");
@@ -114,11 +116,13 @@ int main(int argc, char **argv)
 		{ "debug", no_argument, NULL, 'd' },
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "admin-group", required_argument, NULL, 'g' },
+		{ "metrics-token-file", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *state = "/run/unirdma";
 	const char *metrics = "127.0.0.1:9464", *admin_group = NULL;
+	const char *metrics_token = NULL;       /* NULL: a fresh one in STATE/metrics.token */
 	bool foreground = false, mounted_tmpfs;
 	struct urd_daemon *d;
 	char path[512];
@@ -132,6 +136,7 @@ int main(int argc, char **argv)
 		case 'd': urd_log_level = URD_LOG_DEBUG; break;
 		case 'm': metrics = optarg; break;
 		case 'g': admin_group = optarg; break;
+		case 'T': metrics_token = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -218,10 +223,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(metrics, "off")) {
-		ret = metrics_start(d, metrics);
+		ret = metrics_start(d, metrics, metrics_token);
 		if (ret)
 			log_warn("metrics endpoint %s not started: %s", metrics,
-				 ret == -EINVAL ? "expected A.B.C.D:PORT" : "address in use or not available");
+				 ret == -EADDRINUSE ? "address in use or not available" : "bad address or token");
 		else
 			log_info("metrics at http://%.*s:%d/metrics", (int)(strrchr(metrics, ':') - metrics), metrics,
 				 metrics_port());

@@ -2,12 +2,20 @@
  * per-vRNIC traffic by opcode, errors, RNR, retries, cross-tenant drops,
  * rate-limiter delays, object counts and memory; per-QP traffic totals; the
  * engine's copied bytes.  GET /metrics only; it listens on loopback unless the
- * operator says otherwise (--metrics ADDR:PORT). */
+ * operator says otherwise (--metrics ADDR:PORT).  The page names every tenant:
+ * only a client that sends the bearer token (STATE/metrics.token, root and
+ * the admin group may read it; or --metrics-token-file) gets it, others 401. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -46,14 +54,90 @@ static uint64_t field(const struct urd_counters *c, size_t off)
 	return *(const uint64_t *)((const char *)c + off);
 }
 
-static void by_opcode(FILE *f, struct urd_daemon *d, const char *name, const char *help, bool tx, bool bytes)
+/* What the page shows, copied under the big lock and formatted without it:
+ * the copy is a few hundred bytes per vRNIC and 24 per QP, the formatting
+ * (tens of KiB of text) is not done while the engine and the control plane
+ * wait. */
+struct snap_qp {
+	uint32_t qpn;
+	uint64_t tx_bytes, rx_bytes;
+};
+
+struct snap_vr {
+	char name[URD_NAME_MAX + 1], tenant[URD_NAME_MAX + 1];
+	struct urd_counters cnt;
+	uint32_t nobj[6];               /* context, pd, mr, cq, qp, srq */
+	uint64_t mem_used;
+	struct snap_qp *qps;
+	uint32_t nqps;
+};
+
+struct snap {
+	struct snap_vr *vr;
+	uint32_t nvr;
+	uint64_t copied_bytes;
+};
+
+static void snap_free(struct snap *s)
 {
-	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	for (uint32_t i = 0; i < s->nvr; i++)
+		free(s->vr[i].qps);
+	free(s->vr);
+}
+
+static int snap_take(struct urd_daemon *d, struct snap *s)
+{
+	int ret = 0;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&d->lock);
+	s->vr = calloc(URD_MAX_VRNICS, sizeof(*s->vr));
+	if (!s->vr) {
+		ret = -ENOMEM;
+		goto unlock;
+	}
+	s->copied_bytes = d->copied_bytes;
 	for (int i = 0; i < URD_MAX_VRNICS; i++) {
 		const struct urd_vrnic *vr = d->vrnics[i];
+		struct snap_vr *o = &s->vr[s->nvr];
 
 		if (!vr)
 			continue;
+		s->nvr++;
+		memcpy(o->name, vr->name, sizeof(o->name));
+		memcpy(o->tenant, vr->tenant, sizeof(o->tenant));
+		o->cnt = vr->cnt;
+		o->nobj[0] = vr->nctx, o->nobj[1] = vr->npd, o->nobj[2] = vr->nmr;
+		o->nobj[3] = vr->ncq, o->nobj[4] = vr->nqp, o->nobj[5] = vr->nsrq;
+		o->mem_used = vr->memwin.used;
+		if (!vr->nqp)
+			continue;
+		o->qps = malloc(vr->nqp * sizeof(*o->qps));
+		if (!o->qps) {
+			ret = -ENOMEM;
+			goto unlock;
+		}
+		/* nqp counts the slots in use: stop at the last one */
+		for (uint32_t q = 0; q < URD_MAX_QP_SLOTS && o->nqps < vr->nqp; q++) {
+			const struct urd_qp *qp = vr->qp_slots[q];
+
+			if (qp)
+				o->qps[o->nqps++] = (struct snap_qp){ qp->qpn, qp->cnt.tx_bytes, qp->cnt.rx_bytes };
+		}
+	}
+unlock:
+	pthread_mutex_unlock(&d->lock);
+	if (ret)
+		snap_free(s);
+	return ret;
+}
+
+static void by_opcode(FILE *f, const struct snap *s, const char *name, const char *help, bool tx, bool bytes)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	for (uint32_t i = 0; i < s->nvr; i++) {
+		const struct snap_vr *vr = &s->vr[i];
+
 		for (int op = 0; op < URD_WR_NUM_OPCODES; op++) {
 			const uint64_t *v = tx ? (bytes ? vr->cnt.tx_op_bytes : vr->cnt.tx_op_ops)
 					       : (bytes ? vr->cnt.rx_op_bytes : vr->cnt.rx_op_ops);
@@ -64,76 +148,172 @@ static void by_opcode(FILE *f, struct urd_daemon *d, const char *name, const cha
 	}
 }
 
-char *metrics_render(struct urd_daemon *d)
+static char *render(const struct snap *s)
 {
+	static const char *const obj_kind[6] = { "context", "pd", "mr", "cq", "qp", "srq" };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
 		return NULL;
-	by_opcode(f, d, "unirdma_tx_bytes_total", "Bytes of requests the vRNIC initiated.", true, true);
-	by_opcode(f, d, "unirdma_tx_ops_total", "Requests the vRNIC initiated.", true, false);
-	by_opcode(f, d, "unirdma_rx_bytes_total", "Bytes of requests the vRNIC served as responder.", false, true);
-	by_opcode(f, d, "unirdma_rx_ops_total", "Requests the vRNIC served as responder.", false, false);
+	by_opcode(f, s, "unirdma_tx_bytes_total", "Bytes of requests the vRNIC initiated.", true, true);
+	by_opcode(f, s, "unirdma_tx_ops_total", "Requests the vRNIC initiated.", true, false);
+	by_opcode(f, s, "unirdma_rx_bytes_total", "Bytes of requests the vRNIC served as responder.", false, true);
+	by_opcode(f, s, "unirdma_rx_ops_total", "Requests the vRNIC served as responder.", false, false);
 	for (size_t k = 0; k < sizeof(vr_families) / sizeof(vr_families[0]); k++) {
 		const struct family *fam = &vr_families[k];
 
 		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name, fam->type);
-		for (int i = 0; i < URD_MAX_VRNICS; i++) {
-			const struct urd_vrnic *vr = d->vrnics[i];
-
-			if (vr)
-				fprintf(f, "%s{vrnic=\"%s\",tenant=\"%s\"} %.9g\n", fam->name, vr->name, vr->tenant,
-					(double)field(&vr->cnt, fam->off) * fam->scale);
-		}
+		for (uint32_t i = 0; i < s->nvr; i++)
+			fprintf(f, "%s{vrnic=\"%s\",tenant=\"%s\"} %.9g\n", fam->name, s->vr[i].name, s->vr[i].tenant,
+				(double)field(&s->vr[i].cnt, fam->off) * fam->scale);
 	}
 	fprintf(f, "# HELP unirdma_objects Verbs objects a vRNIC holds.\n# TYPE unirdma_objects gauge\n");
-	for (int i = 0; i < URD_MAX_VRNICS; i++) {
-		const struct urd_vrnic *vr = d->vrnics[i];
-		const struct { const char *k; uint32_t v; } objs[] = {
-			{ "context", vr ? vr->nctx : 0 }, { "pd", vr ? vr->npd : 0 }, { "mr", vr ? vr->nmr : 0 },
-			{ "cq", vr ? vr->ncq : 0 }, { "qp", vr ? vr->nqp : 0 }, { "srq", vr ? vr->nsrq : 0 },
-		};
-
-		if (!vr)
-			continue;
-		for (size_t k = 0; k < sizeof(objs) / sizeof(objs[0]); k++)
-			fprintf(f, "unirdma_objects{vrnic=\"%s\",tenant=\"%s\",kind=\"%s\"} %u\n", vr->name,
-				vr->tenant, objs[k].k, objs[k].v);
-	}
+	for (uint32_t i = 0; i < s->nvr; i++)
+		for (size_t k = 0; k < 6; k++)
+			fprintf(f, "unirdma_objects{vrnic=\"%s\",tenant=\"%s\",kind=\"%s\"} %u\n", s->vr[i].name,
+				s->vr[i].tenant, obj_kind[k], s->vr[i].nobj[k]);
 	fprintf(f, "# HELP unirdma_registered_bytes Bytes of the vRNIC's memory window in use.\n"
 		   "# TYPE unirdma_registered_bytes gauge\n");
-	for (int i = 0; i < URD_MAX_VRNICS; i++)
-		if (d->vrnics[i])
-			fprintf(f, "unirdma_registered_bytes{vrnic=\"%s\",tenant=\"%s\"} %llu\n", d->vrnics[i]->name,
-				d->vrnics[i]->tenant, (unsigned long long)d->vrnics[i]->memwin.used);
+	for (uint32_t i = 0; i < s->nvr; i++)
+		fprintf(f, "unirdma_registered_bytes{vrnic=\"%s\",tenant=\"%s\"} %llu\n", s->vr[i].name,
+			s->vr[i].tenant, (unsigned long long)s->vr[i].mem_used);
 	fprintf(f, "# HELP unirdma_qp_tx_bytes_total Bytes a QP initiated.\n# TYPE unirdma_qp_tx_bytes_total counter\n");
 	fprintf(f, "# HELP unirdma_qp_rx_bytes_total Bytes a QP served.\n# TYPE unirdma_qp_rx_bytes_total counter\n");
-	for (int i = 0; i < URD_MAX_VRNICS; i++) {
-		const struct urd_vrnic *vr = d->vrnics[i];
+	for (uint32_t i = 0; i < s->nvr; i++) {
+		const struct snap_vr *vr = &s->vr[i];
 
-		if (!vr)
-			continue;
-		for (uint32_t q = 0; q < URD_MAX_QP_SLOTS; q++) {
-			const struct urd_qp *qp = vr->qp_slots[q];
-
-			if (!qp)
-				continue;
-			fprintf(f, "unirdma_qp_tx_bytes_total{vrnic=\"%s\",qpn=\"%u\"} %llu\n", vr->name, qp->qpn,
-				(unsigned long long)qp->cnt.tx_bytes);
-			fprintf(f, "unirdma_qp_rx_bytes_total{vrnic=\"%s\",qpn=\"%u\"} %llu\n", vr->name, qp->qpn,
-				(unsigned long long)qp->cnt.rx_bytes);
+		for (uint32_t q = 0; q < vr->nqps; q++) {
+			fprintf(f, "unirdma_qp_tx_bytes_total{vrnic=\"%s\",qpn=\"%u\"} %llu\n", vr->name, vr->qps[q].qpn,
+				(unsigned long long)vr->qps[q].tx_bytes);
+			fprintf(f, "unirdma_qp_rx_bytes_total{vrnic=\"%s\",qpn=\"%u\"} %llu\n", vr->name, vr->qps[q].qpn,
+				(unsigned long long)vr->qps[q].rx_bytes);
 		}
 	}
 	fprintf(f, "# HELP unirdma_engine_copied_bytes_total Bytes the engine moved between memory regions.\n"
 		   "# TYPE unirdma_engine_copied_bytes_total counter\nunirdma_engine_copied_bytes_total %llu\n",
-		(unsigned long long)d->copied_bytes);
+		(unsigned long long)s->copied_bytes);
 	if (fclose(f)) {
 		free(buf);
 		return NULL;
 	}
 	return buf;
+}
+
+char *metrics_render(struct urd_daemon *d)
+{
+	struct snap s;
+	char *page;
+
+	if (snap_take(d, &s))
+		return NULL;
+	page = render(&s);
+	snap_free(&s);
+	return page;
+}
+
+/* ---- who may read it: a bearer token -------------------------------------- */
+
+#define TOKEN_MAX 256
+
+static char token[TOKEN_MAX + 1];
+static size_t token_len;
+static char token_path[512];            /* the file we wrote, removed at stop */
+
+/* Constant time in the token's bytes: the answer's timing tells a guesser
+ * nothing about how much of a guess was right. */
+static bool token_ok(struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	unsigned char diff;
+	size_t n;
+
+	if (!h || strncasecmp(h, "Bearer ", 7))
+		return false;
+	for (h += 7; *h == ' '; h++)
+		;
+	n = strlen(h);
+	while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+		n--;
+	diff = n != token_len;
+	for (size_t i = 0; i < token_len; i++)
+		diff |= (unsigned char)token[i] ^ (unsigned char)(i < n ? h[i] : 0);
+	return token_len && !diff;
+}
+
+/* A token is 16..256 printable characters without spaces (it travels in an
+ * HTTP header); surrounding white space in the file is ignored. */
+static int token_read(const char *path)
+{
+	char buf[TOKEN_MAX + 2];
+	size_t n, start = 0;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return -errno;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	n = (size_t)r;
+	while (n && isspace((unsigned char)buf[n - 1]))
+		n--;
+	while (start < n && isspace((unsigned char)buf[start]))
+		start++;
+	if (n - start < 16 || n - start > TOKEN_MAX)
+		return -EINVAL;
+	for (size_t i = start; i < n; i++)
+		if (!isgraph((unsigned char)buf[i]))
+			return -EINVAL;
+	memcpy(token, buf + start, n - start);
+	token_len = n - start;
+	token[token_len] = 0;
+	return 0;
+}
+
+/* A fresh random token in STATE/metrics.token, mode 0640, group = the admin
+ * group if there is one: root and the admin group may scrape.  Written to a
+ * new file and renamed, so a planted file or link is replaced, not followed. */
+static int token_make(struct urd_daemon *d)
+{
+	unsigned char rnd[32];
+	char tmp[512];
+	int fd, ret = 0;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(token + 2 * i, 3, "%02x", rnd[i]);
+	token_len = 2 * sizeof(rnd);
+	if ((size_t)snprintf(token_path, sizeof(token_path), "%s/metrics.token", d->state_dir) >= sizeof(token_path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.metrics.token.XXXXXX", d->state_dir) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	errno = 0;
+	if ((d->admin_gid_set && fchown(fd, (uid_t)-1, d->admin_gid)) || fchmod(fd, 0640) ||
+	    dprintf(fd, "%s\n", token) != (int)token_len + 1)
+		ret = errno ? -errno : -EIO;
+	close(fd);
+	if (!ret && rename(tmp, token_path))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		token_path[0] = 0;
+	}
+	return ret;
+}
+
+static void metrics_forget_token(void)
+{
+	if (token_path[0])
+		unlink(token_path);
+	token_path[0] = 0;
+	explicit_bzero(token, sizeof(token));
+	token_len = 0;
 }
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -156,10 +336,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 
 		r = MHD_create_response_from_buffer(sizeof(msg) - 1, msg, MHD_RESPMEM_PERSISTENT);
 		status = MHD_HTTP_NOT_FOUND;
+	} else if (!token_ok(c)) {
+		static char msg[] = "unauthorized: send \"Authorization: Bearer TOKEN\" with the token of "
+				    "STATE/metrics.token or --metrics-token-file\n";
+
+		r = MHD_create_response_from_buffer(sizeof(msg) - 1, msg, MHD_RESPMEM_PERSISTENT);
+		if (r)
+			MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"unirdma\"");
+		status = MHD_HTTP_UNAUTHORIZED;
 	} else {
-		pthread_mutex_lock(&d->lock);
 		body = metrics_render(d);
-		pthread_mutex_unlock(&d->lock);
 		if (!body)
 			return MHD_NO;
 		r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
@@ -172,8 +358,9 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	return ret;
 }
 
-/* listen_addr: "A.B.C.D:PORT" (PORT 0: any free port, see metrics_port()). */
-int metrics_start(struct urd_daemon *d, const char *listen_addr)
+/* listen_addr: "A.B.C.D:PORT" (PORT 0: any free port, see metrics_port()).
+ * token_file: the token scrapers must send; NULL: make one (token_make). */
+int metrics_start(struct urd_daemon *d, const char *listen_addr, const char *token_file)
 {
 	struct sockaddr_in sa;
 	char host[64];
@@ -181,6 +368,7 @@ int metrics_start(struct urd_daemon *d, const char *listen_addr)
 	char *end;
 	long port;
 	const union MHD_DaemonInfo *info;
+	int ret;
 
 	if (!colon || (size_t)(colon - listen_addr) >= sizeof(host))
 		return -EINVAL;
@@ -195,11 +383,19 @@ int metrics_start(struct urd_daemon *d, const char *listen_addr)
 	sa.sin_port = htons((uint16_t)port);
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
 		return -EINVAL;
+	ret = token_file ? token_read(token_file) : token_make(d);
+	if (ret) {
+		log_warn("metrics: no token (%s: %s): the endpoint stays off", token_file ? token_file : "metrics.token",
+			 ret == -EINVAL ? "16 to 256 printable characters expected" : strerror(-ret));
+		return ret;
+	}
 	mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL,
 			       answer, d, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 			       MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_CONNECTION_TIMEOUT, 5u, MHD_OPTION_END);
-	if (!mhd)
+	if (!mhd) {
+		metrics_forget_token();
 		return -EADDRINUSE;
+	}
 	info = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_BIND_PORT);
 	bound_port = info ? info->port : (int)port;
 	return 0;
@@ -210,9 +406,15 @@ int metrics_port(void)
 	return mhd ? bound_port : 0;
 }
 
+const char *metrics_token_file(void)
+{
+	return mhd && token_path[0] ? token_path : NULL;
+}
+
 void metrics_stop(void)
 {
 	if (mhd)
 		MHD_stop_daemon(mhd);
 	mhd = NULL;
+	metrics_forget_token();
 }

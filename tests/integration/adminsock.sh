@@ -144,6 +144,17 @@ case_admin_group() {
 	checks_result
 }
 
+# metrics_port: sets PORT once the daemon's metrics endpoint is up.
+metrics_port() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		PORT=$("$UNIRDMA" --json daemon ping | jq_py 'd["metrics_port"]')
+		[ "${PORT:-0}" -gt 0 ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # metrics_get [CURL_ARGS...]: the HTTP status of GET /metrics; the body in $WORK/m.body.
 metrics_get() {
 	curl -s -o "$WORK/m.body" -w '%{http_code}' "$@" "http://127.0.0.1:$PORT/metrics"
@@ -153,7 +164,7 @@ case_metrics_token() {
 	require_prog curl setpriv
 	local tok code
 	chmod 755 "$WORK" "$STATE"
-	PORT=$("$UNIRDMA" --json daemon ping | jq_py 'd["metrics_port"]')
+	metrics_port || return 1
 	say "  metrics port $PORT; token file: $(stat -c '%a %U:%G %s bytes' "$STATE/metrics.token" 2>&1)"
 	code=$(metrics_get)
 	check "GET /metrics without a token: 401 (got $code)" test "$code" = 401
@@ -173,7 +184,7 @@ case_metrics_token() {
 	printf 'operator-token-%s\n' "$$" >"$WORK/op.token"
 	chmod 600 "$WORK/op.token"
 	restart_daemon_with --metrics 127.0.0.1:0 --metrics-token-file "$WORK/op.token" || return 1
-	PORT=$("$UNIRDMA" --json daemon ping | jq_py 'd["metrics_port"]')
+	metrics_port || return 1
 	code=$(metrics_get -H "Authorization: Bearer operator-token-$$")
 	check "the supplied token is accepted (got $code)" test "$code" = 200
 	code=$(metrics_get -H "Authorization: Bearer $tok")
@@ -181,8 +192,6 @@ case_metrics_token() {
 	code=$(metrics_get)
 	check "no token: 401 (got $code)" test "$code" = 401
 	check "no generated token file is left in the state dir" test ! -e "$STATE/metrics.token"
-	"$UNIRDMA" daemon stop >/dev/null
-	wait "$DAEMON_PID" 2>/dev/null
 	checks_result
 }
 

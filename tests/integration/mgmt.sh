@@ -168,7 +168,7 @@ sys.exit(not (a['rx_bytes'] == b['tx_bytes'] and b['tx_bytes'] > 0))" "$(show_js
 	check "unirdma vrnic show prints the by-opcode table" bash -c "'$UNIRDMA' vrnic show '$VR_B' | grep -Eq '^  rdma_write +[0-9]+'"
 	port=$("$UNIRDMA" --json daemon ping | jq_py 'd["metrics_port"]')
 	check "the daemon serves metrics (port $port)" test "$port" -gt 0
-	curl -s "http://127.0.0.1:$port/metrics" >"$WORK/metrics"
+	curl -s -H "Authorization: Bearer $(cat "$STATE/metrics.token")" "http://127.0.0.1:$port/metrics" >"$WORK/metrics"
 	say "  $(grep -c '^unirdma_' "$WORK/metrics") metric lines, e.g.:"
 	grep "vrnic=\"$VR_B\".*opcode=\"rdma_write\"" "$WORK/metrics" | sed 's/^/    /'
 	check "Prometheus tx bytes match the JSON counters" python3 -c "
