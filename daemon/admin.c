@@ -385,7 +385,7 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
  * credentials are the kernel's record of the peer at connect() (SO_PEERCRED,
  * SO_PEERGROUPS), not /proc/PID read later: that PID may be another process
  * by then. */
-static bool may_manage(const struct urd_daemon *d, int fd)
+static bool may_manage(const struct urd_daemon *d, int fd, uid_t *uid)
 {
 	gid_t groups[64], *g = groups;
 	struct ucred cred;
@@ -394,6 +394,7 @@ static bool may_manage(const struct urd_daemon *d, int fd)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || len != sizeof(cred))
 		return false;
+	*uid = cred.uid;
 	if (cred.uid == 0)
 		return true;
 	if (!d->admin_gid_set)
@@ -480,14 +481,17 @@ answer:
 }
 
 /* Admitted clients are served side by side, each by a thread of its own, at
- * most ADMIN_MAX_CLIENTS at a time (only root and the admin group get that
- * far; each is done within its deadline plus its handler). */
+ * most ADMIN_MAX_CLIENTS members of the admin group at a time besides root's
+ * (only root and the admin group get that far; each is done within its
+ * deadline plus its handler). */
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t conn_done = PTHREAD_COND_INITIALIZER;
-static unsigned int nconn;
+static unsigned int nconn;              /* being served */
+static unsigned int ngroup;             /* of them, not root's */
 
 struct conn {
 	int fd;
+	bool root;
 	long long deadline;
 };
 
@@ -497,11 +501,12 @@ static void *conn_main(void *arg)
 
 	serve(admin_d, c->fd, c->deadline);
 	close(c->fd);
-	free(c);
 	pthread_mutex_lock(&conn_lock);
 	nconn--;
+	ngroup -= !c->root;
 	pthread_cond_broadcast(&conn_done);
 	pthread_mutex_unlock(&conn_lock);
+	free(c);
 	return NULL;
 }
 
@@ -529,9 +534,10 @@ static void admit(struct urd_daemon *d, int fd)
 	pthread_attr_t attr;
 	pthread_t t;
 	struct conn *c;
+	uid_t uid = (uid_t)-1;
 	bool full;
 
-	if (!may_manage(d, fd)) {
+	if (!may_manage(d, fd, &uid)) {
 		refuse(fd, EPERM, d->admin_gid_set ? "only root and the admin group may manage unirdma"
 						   : "only root may manage unirdma");
 		close(fd);
@@ -540,14 +546,17 @@ static void admit(struct urd_daemon *d, int fd)
 	/* an answer the client does not read must not hold a thread forever */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof(snd));
 	pthread_mutex_lock(&conn_lock);
-	full = nconn >= ADMIN_MAX_CLIENTS;
-	if (!full)
+	full = uid != 0 && ngroup >= ADMIN_MAX_CLIENTS;    /* the group cannot lock root out */
+	if (!full) {
 		nconn++;
+		ngroup += uid != 0;
+	}
 	pthread_mutex_unlock(&conn_lock);
 	c = full ? NULL : malloc(sizeof(*c));
 	if (!c)
 		goto busy;
 	c->fd = fd;
+	c->root = uid == 0;
 	c->deadline = now_ms() + ADMIN_DEADLINE_MS;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -562,6 +571,7 @@ busy:
 	if (!full) {
 		pthread_mutex_lock(&conn_lock);
 		nconn--;
+		ngroup -= uid != 0;
 		pthread_mutex_unlock(&conn_lock);
 	}
 	refuse(fd, EBUSY, "too many admin requests at once; try again");

@@ -9,7 +9,8 @@
 #   admin_group       a member of --admin-group by a supplementary group only
 #                     may manage; one outside may not; a member's own dribbled
 #                     or idle requests are cut at the 2 s request deadline while
-#                     root is served beside them
+#                     root is served beside them; more than 16 of the member's
+#                     connections at once are told EBUSY, root's are still served
 #   metrics_token     the metrics page needs the bearer token of
 #                     STATE/metrics.token (401 without or with a wrong one); the
 #                     token file is mode 0640 and unreadable to nobody;
@@ -139,6 +140,18 @@ case_admin_group() {
 	results midle 4
 	check "the member's dribbled requests end at the 2 s deadline (ETIMEDOUT)" all_closed mdrip 4 1500 3000 '"errno":110,'
 	check "the member's idle connections end at the 2 s deadline (ETIMEDOUT)" all_closed midle 4 1500 3000 '"errno":110,'
+	say "+ as the member: 20 idle connections (more than the 16 served at once; 4 s each)"
+	start_loris "${member[@]}" -- idle 0 4 20 mmany
+	sleep 0.3
+	root_manages "$SUBNET"
+	wait_loris
+	results mmany 20
+	local late busy
+	late=$(cat "$WORK"/mmany.* | grep -c '"errno":110,')
+	busy=$(cat "$WORK"/mmany.* | grep -c '"errno":16,')
+	# exactly 16 and 4 when all 20 connect within the first one's 2 s
+	check "16 are served and end at the deadline, the rest are told EBUSY at once ($late, $busy)" \
+		test "$late" -ge 16 -a "$busy" -ge 1 -a $((late + busy)) = 20
 	check "the daemon is alive" daemon_alive
 	groupdel "$grp"
 	checks_result
