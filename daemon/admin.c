@@ -419,11 +419,11 @@ static bool may_manage(const struct urd_daemon *d, int fd, uid_t *uid)
 	return ok;
 }
 
-static void send_answer(int fd, json_object *ans)
+static void send_answer(int fd, json_object *ans, int flags)
 {
 	const char *out = json_object_to_json_string_ext(ans, JSON_C_TO_STRING_PLAIN);
 
-	if (send(fd, out, strlen(out), MSG_NOSIGNAL) < 0 || send(fd, "\n", 1, MSG_NOSIGNAL) < 0)
+	if (send(fd, out, strlen(out), MSG_NOSIGNAL | flags) < 0 || send(fd, "\n", 1, MSG_NOSIGNAL | flags) < 0)
 		log_debug("admin: client went away");
 }
 
@@ -458,13 +458,12 @@ static void serve(struct urd_daemon *d, int fd, long long deadline)
 		n += (size_t)r;
 	}
 	buf[n] = 0;
-	if (!memchr(buf, '\n', n) && n < ADMIN_MAX_REQ && now_ms() >= deadline) {
-		ans = error_json(ETIMEDOUT, "the request did not arrive within 2 s");
-		goto answer;
-	}
 	req = json_tokener_parse(buf);
 	if (!req || !json_object_is_type(req, json_type_object)) {
-		ans = error_json(EINVAL, "request is not a JSON object");
+		if (!memchr(buf, '\n', n) && n < ADMIN_MAX_REQ && now_ms() >= deadline)
+			ans = error_json(ETIMEDOUT, "the request did not arrive within 2 s");
+		else
+			ans = error_json(EINVAL, "request is not a JSON object");
 		goto answer;
 	}
 	pthread_mutex_lock(&d->lock);
@@ -472,7 +471,7 @@ static void serve(struct urd_daemon *d, int fd, long long deadline)
 	pthread_mutex_unlock(&d->lock);
 answer:
 	free(buf);
-	send_answer(fd, ans);
+	send_answer(fd, ans, 0);
 	json_object_put(ans);
 	if (req)
 		json_object_put(req);
@@ -521,7 +520,7 @@ static void refuse(int fd, int err, const char *msg)
 	/* bounded: a client that writes as fast as we read gets no more */
 	for (int i = 0; i < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
 		;
-	send_answer(fd, ans);
+	send_answer(fd, ans, MSG_DONTWAIT);  /* never blocks the accepting thread */
 	json_object_put(ans);
 	shutdown(fd, SHUT_WR);
 	for (int i = 0; i < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
@@ -538,6 +537,7 @@ static void admit(struct urd_daemon *d, int fd)
 	bool full;
 
 	if (!may_manage(d, fd, &uid)) {
+		log_debug("admin: uid %d refused", (int)uid);
 		refuse(fd, EPERM, d->admin_gid_set ? "only root and the admin group may manage unirdma"
 						   : "only root may manage unirdma");
 		close(fd);
@@ -560,7 +560,6 @@ static void admit(struct urd_daemon *d, int fd)
 	c->deadline = now_ms() + ADMIN_DEADLINE_MS;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 << 10);
 	if (!pthread_create(&t, &attr, conn_main, c)) {
 		pthread_attr_destroy(&attr);
 		return;
