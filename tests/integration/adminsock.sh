@@ -7,7 +7,9 @@
 #                     admin socket; root's vrnic create/list/delete each finish
 #                     in < 1 s and nobody is refused at once
 #   admin_group       a member of --admin-group by a supplementary group only
-#                     may manage; one outside may not; a member's own dribbled
+#                     may manage; one outside may not, nor one that joins the
+#                     group after connect() (credentials at connect, not
+#                     /proc/PID at request time); a member's own dribbled
 #                     or idle requests are cut at the 2 s request deadline while
 #                     root is served beside them; more than 16 of the member's
 #                     connections at once are told EBUSY, root's are still served
@@ -130,6 +132,13 @@ case_admin_group() {
 	local member=(setpriv --reuid=nobody --regid=nogroup --groups="$gid")
 	check "nobody with $grp as a supplementary group only may manage" "${member[@]}" "$UNIRDMA" vrnic list
 	check "nobody without it may not" bash -c "! ${NOBODY[*]} '$UNIRDMA' vrnic list >/dev/null 2>&1"
+	say "+ a process connects as nobody without groups, then joins $grp and sends vrnic.list"
+	say "  (the socket's mode opened to 0666 for this: the daemon's own check must hold)"
+	chmod 666 "$STATE/admin.sock"
+	"$LORIS" "$STATE/admin.sock" regroup "$gid" >"$WORK/regroup" 2>&1
+	chmod 660 "$STATE/admin.sock"
+	say "    $(cat "$WORK/regroup")"
+	check "the groups at connect count, not the process's later ones (EPERM)" grep -q '"errno":1,' "$WORK/regroup"
 	say "+ as the member: 4 clients dribbling a byte every 300 ms, 4 idle connections (6 s each)"
 	start_loris "${member[@]}" -- dribble 300 6 4 mdrip
 	start_loris "${member[@]}" -- idle 0 6 4 midle
