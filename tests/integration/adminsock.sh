@@ -12,7 +12,8 @@
 #                     /proc/PID at request time); a member's own dribbled
 #                     or idle requests are cut at the 2 s request deadline while
 #                     root is served beside them; more than 16 of the member's
-#                     connections at once are told EBUSY, root's are still served
+#                     connections at once are told EBUSY, root's are still served;
+#                     the metrics token file is the group's (0640) and works
 #   metrics_token     the metrics page needs the bearer token of
 #                     STATE/metrics.token (401 without or with a wrong one); the
 #                     token file is mode 0640 and unreadable to nobody;
@@ -128,8 +129,14 @@ case_admin_group() {
 	gid=$(getent group "$grp" | cut -d: -f3)
 	say "+ test group $grp (gid $gid); unirdmad --admin-group $grp"
 	chmod 755 "$WORK" "$STATE"
-	restart_daemon_with --metrics off --admin-group "$grp" || return 1
+	restart_daemon_with --metrics 127.0.0.1:0 --admin-group "$grp" || return 1
 	local member=(setpriv --reuid=nobody --regid=nogroup --groups="$gid")
+	metrics_port || return 1
+	check "the metrics token file belongs to the group, mode 0640" \
+		test "$(stat -c '%a %U %G' "$STATE/metrics.token")" = "640 root $grp"
+	check "a member may read the token and scrape with it" bash -c "
+		tok=\$(${member[*]} cat '$STATE/metrics.token') &&
+		[ \$(curl -s -o /dev/null -w '%{http_code}' -H \"Authorization: Bearer \$tok\" http://127.0.0.1:$PORT/metrics) = 200 ]"
 	check "nobody with $grp as a supplementary group only may manage" "${member[@]}" "$UNIRDMA" vrnic list
 	check "nobody without it may not" bash -c "! ${NOBODY[*]} '$UNIRDMA' vrnic list >/dev/null 2>&1"
 	say "+ a process connects as nobody without groups, then joins $grp and sends vrnic.list"
