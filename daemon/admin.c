@@ -499,10 +499,13 @@ static void *conn_main(void *arg)
 	struct conn *c = arg;
 
 	serve(admin_d, c->fd, c->deadline);
+	/* the slot is free before the client sees its connection end */
+	pthread_mutex_lock(&conn_lock);
+	ngroup -= !c->root;
+	pthread_mutex_unlock(&conn_lock);
 	close(c->fd);
 	pthread_mutex_lock(&conn_lock);
 	nconn--;
-	ngroup -= !c->root;
 	pthread_cond_broadcast(&conn_done);
 	pthread_mutex_unlock(&conn_lock);
 	free(c);
