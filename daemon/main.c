@@ -60,9 +60,8 @@ static bool our_stale_mount(const char *dir)
 }
 
 /* STATE/vrnics holds one directory per vRNIC, each a tmpfs of its own sized
- * to that vRNIC's quota (vrnic.c); this one only holds those mount points,
- * so it is small.  Returns true if we mounted it (and must unmount it at
- * exit). */
+ * to that vRNIC's quota (vrnic.c); this one holds those mount points.
+ * Returns true if we mounted it (and must unmount it at exit). */
 static bool ensure_tmpfs(const char *dir)
 {
 	struct statfs st;
@@ -73,8 +72,12 @@ static bool ensure_tmpfs(const char *dir)
 		umount2(dir, MNT_DETACH);
 	else if (!statfs(dir, &st) && st.f_type == TMPFS_MAGIC)
 		return false;
-	if (mount("unirdma", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  "mode=0755,size=1m,nr_inodes=4096")) {
+	/* Only root writes here (tenants reach their own vRNIC's tmpfs only);
+	 * huge=within_size as on those, for bench/run.sh's floor, which puts
+	 * its shared buffers here.  Kernels without THP for tmpfs refuse the
+	 * option: mount without. */
+	if (mount("unirdma", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,huge=within_size") &&
+	    mount("unirdma", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755")) {
 		log_warn("%s is not on tmpfs and mounting one failed (%s)", dir, strerror(errno));
 		return false;
 	}
