@@ -160,6 +160,10 @@ case_growth() {
 	victim_traffic late
 	check "it carries verified traffic" test $? = 0
 
+	# below what it stores, the file system keeps what is stored
+	check "the quota can be lowered below what the attacker stores" "$UNIRDMA" vrnic set hog --max-mem 32M
+	size=$(df -B1 --output=size "$hdir" | tail -n 1 | tr -d ' ')
+	check "its file system stays at control part + old quota ($size bytes)" test "$size" = $((CTRL_BYTES + quota))
 	"$UNIRDMA" vrnic set hog --max-mem 128M >/dev/null
 	size=$(df -B1 --output=size "$hdir" | tail -n 1 | tr -d ' ')
 	check "raising the quota grows the file system ($size bytes)" test "$size" = $((CTRL_BYTES + (128 << 20)))
