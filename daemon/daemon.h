@@ -332,6 +332,7 @@ void guard_add(void *addr, uint64_t len);
 void guard_remove(void *addr);
 uint32_t guard_faults(const void *addr);        /* SIGBUS taken in the range at addr */
 bool guard_wait(int timeout_ms);                /* a fault since the last call? */
+void guard_kick(void);                          /* wake guard_wait */
 
 /* metrics.c: Prometheus text endpoint */
 int metrics_start(struct urd_daemon *d, const char *listen_addr);

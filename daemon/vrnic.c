@@ -585,15 +585,16 @@ void vrnic_fail(struct urd_vrnic *vr, const char *why)
 /* ------------------------------------------------------- fault monitor */
 
 static pthread_t monitor_thread;
-static volatile int monitor_stop, monitor_started;
+static int monitor_stop, monitor_started;
 
 static void *monitor_main(void *arg)
 {
 	struct urd_daemon *d = arg;
 
 	pthread_setname_np(pthread_self(), "urd-guard");
-	while (!monitor_stop) {
-		if (!guard_wait(200))
+	while (!__atomic_load_n(&monitor_stop, __ATOMIC_ACQUIRE)) {
+		/* the handler only counts and kicks; the lock is taken here */
+		if (!guard_wait(-1) || __atomic_load_n(&monitor_stop, __ATOMIC_ACQUIRE))
 			continue;
 		pthread_mutex_lock(&d->lock);
 		for (int i = 0; i < URD_MAX_VRNICS; i++) {
@@ -627,7 +628,8 @@ void vrnic_monitor_stop(void)
 {
 	if (!monitor_started)
 		return;
-	monitor_stop = 1;
+	__atomic_store_n(&monitor_stop, 1, __ATOMIC_RELEASE);
+	guard_kick();
 	pthread_join(monitor_thread, NULL);
 	monitor_started = 0;
 }
