@@ -20,6 +20,8 @@
 #               `vrnic show` says state "failed", the other tenant's verified
 #               traffic works, and the failed vRNIC can be deleted and its
 #               name used again.
+#   vm_growth   the same growth through a VM vRNIC's guest-ram file (QEMU's,
+#               on the host): bounded by control part + guest RAM.
 . "$(dirname "$0")/lib.sh"
 
 PROBE=$BUILD/tools/region_probe
@@ -208,7 +210,29 @@ case_shrink() {
 	checks_result
 }
 
+# A VM's guest RAM is in the same bounded place: QEMU (the tenant's process on
+# the host) grows guest-ram and writes until ENOSPC.
+case_vm_growth() {
+	local ram=$((16 << 20)) limit dir out wrote err
+	require_probe
+	"$UNIRDMA" vrnic create vmhog --tenant tv --ip "10.84.$SUBNET.1/24" --vm --vm-ram 16M >/dev/null ||
+		die "vrnic create vmhog failed"
+	dir=$(jq_vrnic vmhog "v['dir']")
+	limit=$((CTRL_BYTES + ram + (256 << 20)))
+	"$PROBE" grow "$dir/guest-ram" "$limit" >"$WORK/vmgrow.out" 2>&1
+	sed 's/^/  qemu | /' "$WORK/vmgrow.out"
+	out=$(grep '^WROTE' "$WORK/vmgrow.out")
+	wrote=$(sed -n 's/.*bytes=\([0-9]*\).*/\1/p' <<<"$out")
+	err=$(sed -n 's/.*errno=\([0-9]*\).*/\1/p' <<<"$out")
+	check "writes into the grown guest RAM stop with ENOSPC" test "${err:-0}" = 28
+	check "at most control part + guest RAM went in ($wrote bytes)" test "${wrote:-$limit}" -le $((CTRL_BYTES + ram))
+	check "the daemon is alive" daemon_alive
+	check "the VM vRNIC can be deleted" "$UNIRDMA" vrnic delete vmhog
+	checks_result
+}
+
 add_case name_reuse case_name_reuse
 add_case growth case_growth
 add_case shrink case_shrink
+add_case vm_growth case_vm_growth
 run_cases "$@"
