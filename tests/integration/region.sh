@@ -20,6 +20,11 @@
 #               `vrnic show` says state "failed", the other tenant's verified
 #               traffic works, and the failed vRNIC can be deleted and its
 #               name used again.
+#   punch       a tenant punches a hole into pages only the daemon touches
+#               (unused context slots' mailboxes) and fills its file system: the
+#               daemon's next touch faults; its vRNIC fails as above, and the
+#               tenant's other application gets IBV_EVENT_DEVICE_FATAL, its
+#               work completes in error and its control verbs fail.
 #   vm_growth   the same growth through a VM vRNIC's guest-ram file (QEMU's,
 #               on the host): bounded by control part + guest RAM.
 . "$(dirname "$0")/lib.sh"
@@ -210,6 +215,52 @@ case_shrink() {
 	checks_result
 }
 
+# Holes punched into pages the daemon writes, then the file system filled:
+# the daemon's next touch of such a page cannot get memory and faults.
+case_punch() {
+	# Slots 31..62 are [2 MiB, 4 MiB): a whole huge page (a hole inside one
+	# that cannot be split is only zeroed), and no application uses them.
+	local quota=$((64 << 20)) hole_off=$((2 << 20)) hole_len=$((2 << 20)) i state hpid
+	require_probe
+	"$UNIRDMA" vrnic create puncher --tenant tp --ip "10.85.$SUBNET.1/24" --max-mem 64M >/dev/null ||
+		die "vrnic create puncher failed"
+	# An application of the tenant that does not touch those pages: it must
+	# get IBV_EVENT_DEVICE_FATAL, its work must complete in error, its
+	# control verbs must fail, nothing may hang (lifeprobe hold checks that).
+	"$UNIRDMA" exec puncher -- "$BUILD/tools/lifeprobe" hold --timeout 15 >"$WORK/hold.out" 2>&1 &
+	hpid=$!
+	SERVER_PIDS+=("$hpid")
+	wait_line "$WORK/hold.out" '^READY' 20 || { cat "$WORK/hold.out"; die "lifeprobe hold did not start"; }
+	# The attacker fills its file system, then punches out mailboxes of
+	# unused context slots (only the daemon's control thread reads them,
+	# every 100 ms) and takes the freed pages at once.  The daemon may
+	# refault the hole in between: try a few times.
+	# shellcheck disable=SC2016
+	"$UNIRDMA" exec --no-container puncher -- sh -c 'r=$UNIRDMA_DEVDIR/$UNIRDMA_VRNIC/region;
+		"$0" grow "$r" "$1"; for k in 1 2 3 4 5 6 7 8 9 10; do
+			"$0" punch "$r" "$2" "$3" $(((64 + k) << 30)); sleep 0.5; done' \
+		"$PROBE" $((CTRL_BYTES + quota + (256 << 20))) "$hole_off" "$hole_len" >"$WORK/punch.out" 2>&1 &
+	SERVER_PIDS+=($!)
+	for ((i = 0; i < 100; i++)); do
+		state=$(jq_vrnic puncher "v.get('state')" 2>/dev/null)
+		[ "$state" = failed ] && break
+		sleep 0.1
+	done
+	sed 's/^/  attacker | /' "$WORK/punch.out"
+	wait "$hpid"
+	check "the tenant's application saw DEVICE_FATAL, errors for its work and control verbs, no hang (exit $?)" \
+		grep -q '^FATAL' "$WORK/hold.out"
+	sed 's/^/  application | /' "$WORK/hold.out"
+	check "and all its checks passed" bash -c "! grep -q 'FAIL' '$WORK/hold.out'"
+	check "vrnic show says the vRNIC failed (state: $state)" test "$state" = failed
+	check "the daemon logged the failure, naming the vRNIC" grep -qE 'vrnic puncher \(tenant tp\) FAILED' "$WORK/unirdmad.log"
+	check "the daemon is alive" daemon_alive
+	victim_traffic after
+	check "the other tenant's verified traffic passes" test $? = 0
+	check "the failed vRNIC can be deleted" "$UNIRDMA" vrnic delete puncher
+	checks_result
+}
+
 # A VM's guest RAM is in the same bounded place: QEMU (the tenant's process on
 # the host) grows guest-ram and writes until ENOSPC.
 case_vm_growth() {
@@ -234,5 +285,6 @@ case_vm_growth() {
 add_case name_reuse case_name_reuse
 add_case growth case_growth
 add_case shrink case_shrink
+add_case punch case_punch
 add_case vm_growth case_vm_growth
 run_cases "$@"

@@ -22,6 +22,11 @@
  *         WROTE bytes=B errno=E      (E = 0: LIMIT reached without an error)
  *   region_probe shrink PATH
  *       Truncates PATH to 0 bytes; prints SHRUNK.
+ *   region_probe punch PATH OFFSET LEN FILL_OFFSET
+ *       Punches a hole of LEN bytes at OFFSET into PATH and at once writes
+ *       4 KiB pages from FILL_OFFSET until ENOSPC (at most 64 MiB), so that
+ *       the freed pages are taken before the daemon touches the hole again;
+ *       prints PUNCHED offset=O len=L refilled=B.
  *   region_probe traffic SECONDS
  *       A connected RC loopback pair on the first device; 64 KiB RDMA WRITEs
  *       whose data is checked, for SECONDS; prints TRAFFIC once data moved
@@ -187,6 +192,27 @@ static int cmd_shrink(const char *path)
 	return 0;
 }
 
+static int cmd_punch(const char *path, uint64_t off, uint64_t len, uint64_t fill)
+{
+	static uint8_t page[4096];
+	uint64_t refilled = 0;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	memset(page, 0x5a, sizeof(page));
+	if (fd < 0 || fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len)) {
+		printf("PUNCH-FAILED errno=%d\n", errno);
+		return 1;
+	}
+	while (refilled < (64u << 20) &&
+	       pwrite(fd, page, sizeof(page), (off_t)(fill + refilled)) == (ssize_t)sizeof(page))
+		refilled += sizeof(page);
+	close(fd);
+	printf("PUNCHED offset=%llu len=%llu refilled=%llu\n", (unsigned long long)off,
+	       (unsigned long long)len, (unsigned long long)refilled);
+	fflush(stdout);
+	return 0;
+}
+
 static int cmd_traffic(int seconds)
 {
 	enum { LEN = 64 << 10 };
@@ -245,9 +271,12 @@ int main(int argc, char **argv)
 		return cmd_grow(argv[2], strtoull(argv[3], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "shrink"))
 		return cmd_shrink(argv[2]);
+	if (argc == 6 && !strcmp(argv[1], "punch"))
+		return cmd_punch(argv[2], strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0),
+				 strtoull(argv[5], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "traffic"))
 		return cmd_traffic(atoi(argv[2]));
 	fprintf(stderr, "usage: region_probe hold MARKER BYTES | spy PATH MARKER | plant DIR |\n"
-		"       grow PATH LIMIT | shrink PATH | traffic SECONDS\n");
+		"       grow PATH LIMIT | shrink PATH | punch PATH OFFSET LEN FILL_OFFSET | traffic SECONDS\n");
 	return 2;
 }
