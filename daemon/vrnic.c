@@ -192,16 +192,16 @@ void vrnic_default_limits(struct urd_limits *l)
 
 /* The vRNIC's tmpfs holds what its tenants may make the host store: the
  * control part and the registered-memory quota (or a VM's RAM). */
-static int mount_fs(struct urd_vrnic *vr, uint64_t bytes)
+static int mount_fs(struct urd_vrnic *vr, uint64_t bytes, unsigned int files)
 {
 	char opts[128];
 
 	/* huge=within_size: the engine's view of a region is one aligned
 	 * mapping, so 2 MiB pages spare it a TLB miss every 4 KiB of a copy.
 	 * Kernels without THP for tmpfs refuse the option: mount without.
-	 * nr_inodes: the root, region and guest-ram, nothing to plant. */
-	snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=4,mode=0755,uid=0,gid=0,huge=within_size",
-		 (unsigned long long)bytes);
+	 * nr_inodes: the root and our files, none to spare for planting. */
+	snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%u,mode=0755,uid=0,gid=0,huge=within_size",
+		 (unsigned long long)bytes, files + 1);
 	if (mount("unirdma-vrnic", vr->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)) {
 		*strrchr(opts, ',') = '\0';
 		if (mount("unirdma-vrnic", vr->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts))
@@ -454,7 +454,8 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 	}
 	/* In-process harnesses (fuzzers) run unprivileged and own their files. */
 	if (urd_vrnic_threads) {
-		ret = mount_fs(vr, URD_REGION_CTRL_SIZE + (vm ? vm->ram_bytes : URD_MEMWIN_DEFAULT));
+		/* region, and for a VM guest-ram */
+		ret = mount_fs(vr, URD_REGION_CTRL_SIZE + (vm ? vm->ram_bytes : URD_MEMWIN_DEFAULT), vm ? 2 : 1);
 		if (ret) {
 			log_err("vrnic %s: cannot mount its tmpfs on %s: %s", name, vr->dir, strerror(-ret));
 			goto err_dir;
