@@ -115,6 +115,8 @@ static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
 	json_object_object_add(o, "prefix", json_object_new_int(vr->prefix));
 	json_object_object_add(o, "gid", json_object_new_string(gid));
 	json_object_object_add(o, "dir", json_object_new_string(vr->dir));
+	/* "failed": the daemon faulted on its memory and stopped serving it */
+	json_object_object_add(o, "state", json_object_new_string(vr->failed ? "failed" : "running"));
 	json_object_object_add(o, "contexts", json_object_new_int((int)vr->nctx));
 	json_object_object_add(o, "pds", json_object_new_int((int)vr->npd));
 	json_object_object_add(o, "mrs", json_object_new_int((int)vr->nmr));

@@ -36,6 +36,10 @@ struct urd_extent {
 struct urd_alloc {
 	struct urd_extent *free_list;   /* sorted by offset */
 	uint64_t base, size, used;
+	/* >= 0: alloc_get allocates the pages of what it hands out in this
+	 * file first (the ring arena), so that a tenant who fills its file
+	 * system makes the allocation fail instead of a later daemon write */
+	int fd;
 };
 
 /* Traffic counters, per vRNIC and per QP.  tx_* count requests this side
@@ -218,6 +222,13 @@ struct urd_vrnic {
 	bool stop;
 	bool deleting;
 	struct urd_vm *vm;              /* VM vRNIC (vm.c); NULL for containers */
+	/* The daemon faulted on the tenant's memory (guard.c): no longer
+	 * served, tenants see DEAD; kept listed as "failed" until deleted. */
+	bool failed;
+	/* vr->dir is a tmpfs of this vRNIC alone, fs_bytes big (region + guest
+	 * RAM are bounded by it), unmounted at delete; false in harnesses */
+	bool own_mount;
+	uint64_t fs_bytes;
 };
 
 #define URD_QPN_BUCKETS 4096
@@ -259,6 +270,11 @@ int vrnic_set_qos(struct urd_vrnic *vr, uint64_t rate_bytes, uint64_t burst_byte
 int vrnic_delete(struct urd_daemon *d, const char *name);
 struct urd_vrnic *vrnic_find(struct urd_daemon *d, const char *name);
 void vrnic_destroy_all(struct urd_daemon *d);
+/* Big lock held: stop serving vr, tell its tenants (DEAD) and log why. */
+void vrnic_fail(struct urd_vrnic *vr, const char *why);
+/* The thread that turns guard faults into vrnic_fail (main.c starts it). */
+int vrnic_monitor_start(struct urd_daemon *d);
+void vrnic_monitor_stop(void);
 int alloc_init(struct urd_alloc *a, uint64_t base, uint64_t size);
 int alloc_get(struct urd_alloc *a, uint64_t len, uint64_t align, uint64_t *off);
 void alloc_put(struct urd_alloc *a, uint64_t off, uint64_t len);
@@ -304,6 +320,7 @@ int vm_copy_seg_table(struct urd_vrnic *vr, const struct urd_mr_seg *pieces, uin
 		      struct urd_mr_seg **table, uint32_t *nsegs);
 void vm_liveness(struct urd_vrnic *vr);         /* big lock held */
 struct json_object *vm_json(const struct urd_vrnic *vr);
+uint32_t vm_guard_faults(const struct urd_vrnic *vr);  /* guard_faults of the guest RAM */
 
 /* admin.c */
 int admin_start(struct urd_daemon *d);
@@ -313,6 +330,9 @@ void admin_stop(void);
 void guard_install(void);
 void guard_add(void *addr, uint64_t len);
 void guard_remove(void *addr);
+uint32_t guard_faults(const void *addr);        /* SIGBUS taken in the range at addr */
+bool guard_wait(int timeout_ms);                /* a fault since the last call? */
+void guard_kick(void);                          /* wake guard_wait */
 
 /* metrics.c: Prometheus text endpoint */
 int metrics_start(struct urd_daemon *d, const char *listen_addr, const char *token_file);

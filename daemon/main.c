@@ -42,9 +42,6 @@ static void usage(FILE *f)
 		"Manage it with unirdma(8).  SIGTERM or SIGINT stop it cleanly.\n");
 }
 
-/* Region files are shared memory: they belong on tmpfs, not on a disk whose
- * writeback would chase every byte the engine moves.  Returns true if we
- * mounted one (and must unmount it at exit). */
 /* True if dir is a mount point of a tmpfs we mounted ("unirdma") in an
  * earlier life that was killed before it could unmount it. */
 static bool our_stale_mount(const char *dir)
@@ -64,6 +61,9 @@ static bool our_stale_mount(const char *dir)
 	return found;
 }
 
+/* STATE/vrnics holds one directory per vRNIC, each a tmpfs of its own sized
+ * to that vRNIC's quota (vrnic.c); this one holds those mount points.
+ * Returns true if we mounted it (and must unmount it at exit). */
 static bool ensure_tmpfs(const char *dir)
 {
 	struct statfs st;
@@ -74,20 +74,20 @@ static bool ensure_tmpfs(const char *dir)
 		umount2(dir, MNT_DETACH);
 	else if (!statfs(dir, &st) && st.f_type == TMPFS_MAGIC)
 		return false;
-	/* huge=within_size: the engine's view of a region is one aligned
-	 * mapping, so 2 MiB pages spare it a TLB miss every 4 KiB of a copy
-	 * (1 MiB copies ran about 25% faster on the development machine).
-	 * Kernels without THP for tmpfs refuse the option: mount without. */
-	if (mount("unirdma", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,huge=within_size") &&
-	    mount("unirdma", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")) {
-		log_warn("%s is not on tmpfs and mounting one failed (%s): region files will be disk-backed",
-			 dir, strerror(errno));
+	/* Only root writes here (tenants reach their own vRNIC's tmpfs only);
+	 * huge=within_size as on those, for bench/run.sh's floor, which puts
+	 * its shared buffers here.  Kernels without THP for tmpfs refuse the
+	 * option: mount without. */
+	if (mount("unirdma", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,huge=within_size") &&
+	    mount("unirdma", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755")) {
+		log_warn("%s is not on tmpfs and mounting one failed (%s)", dir, strerror(errno));
 		return false;
 	}
 	return true;
 }
 
-/* Leftovers of a daemon that was killed: region files nobody serves. */
+/* Leftovers of a daemon that was killed: vRNIC file systems nobody serves
+ * (their tenants keep what they mapped). */
 static void clean_stale(const char *dir)
 {
 	char path[1024];
@@ -99,7 +99,11 @@ static void clean_stale(const char *dir)
 	while ((e = readdir(dh))) {
 		if (e->d_name[0] == '.')
 			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		umount2(path, MNT_DETACH);
 		snprintf(path, sizeof(path), "%s/%s/region", dir, e->d_name);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s/guest-ram", dir, e->d_name);
 		unlink(path);
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		if (rmdir(path))
@@ -199,6 +203,11 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	guard_install();
+	ret = vrnic_monitor_start(d);
+	if (ret) {
+		log_err("cannot start the fault monitor: %s", strerror(-ret));
+		return 1;
+	}
 
 	ret = engine_start(d);
 	if (ret) {
@@ -242,6 +251,7 @@ int main(int argc, char **argv)
 	log_info("stopping on signal %d", sig);
 	admin_stop();
 	metrics_stop();
+	vrnic_monitor_stop();
 	pthread_mutex_lock(&d->lock);
 	vrnic_destroy_all(d);
 	pthread_mutex_unlock(&d->lock);

@@ -5,7 +5,8 @@
  * - The region file is only the control part (URD_REGION_CTRL_SIZE, a power
  *   of two: the BAR); hdr.mem_off = hdr.mem_size = 0; hdr.flags has
  *   URD_REGION_VM (no futex reaches a guest: both sides poll).
- * - STATE/vrnics/NAME/guest-ram is the guest's RAM: created, sized and mapped
+ * - DIR/guest-ram is the guest's RAM (DIR: the vRNIC's own tmpfs, sized for
+ *   the control part and the RAM, vrnic.c): created, sized and mapped
  *   MAP_SHARED here; QEMU maps it too, through
  *     -object memory-backend-file,id=urd-ram,share=on,mem-path=FILE,size=S
  *     -machine pc,memory-backend=urd-ram,max-ram-below-4g=3G -m S
@@ -109,7 +110,7 @@ int vm_parse_cfg(struct json_object *req, struct urd_vm_cfg *cfg, char *err, siz
 	return 0;
 }
 
-/* Creates and maps STATE/vrnics/NAME/guest-ram; vr->dir exists. */
+/* Creates and maps DIR/guest-ram; vr->dir is new and empty. */
 int vm_prepare(struct urd_vrnic *vr, const struct urd_vm_cfg *cfg)
 {
 	struct urd_vm *vm;
@@ -124,7 +125,6 @@ int vm_prepare(struct urd_vrnic *vr, const struct urd_vm_cfg *cfg)
 	vm->lowmem = vm->ram_bytes < VM_LOWMEM_MAX ? vm->ram_bytes : VM_LOWMEM_MAX;
 	vm->dead_ns = dead_ms() * 1000000ull;
 	snprintf(vm->ram_path, sizeof(vm->ram_path), "%s/guest-ram", vr->dir);
-	unlink(vm->ram_path);           /* a fresh file: no old guest's memory */
 	fd = open(vm->ram_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0660);
 	if (fd < 0) {
 		ret = -errno;
@@ -179,6 +179,11 @@ void vm_release(struct urd_vrnic *vr)
 	unlink(vm->ram_path);
 	free(vm);
 	vr->vm = NULL;
+}
+
+uint32_t vm_guard_faults(const struct urd_vrnic *vr)
+{
+	return guard_faults(vr->vm->ram);
 }
 
 uint64_t vm_ram_bytes(const struct urd_vrnic *vr)

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -37,6 +40,7 @@ int alloc_init(struct urd_alloc *a, uint64_t base, uint64_t size)
 	a->base = base;
 	a->size = size;
 	a->used = 0;
+	a->fd = -1;
 	return 0;
 }
 
@@ -60,6 +64,8 @@ int alloc_get(struct urd_alloc *a, uint64_t len, uint64_t align, uint64_t *off)
 
 		if (pad + len > e->len)
 			continue;
+		if (a->fd >= 0 && fallocate(a->fd, 0, (off_t)start, (off_t)len))
+			return -ENOMEM;         /* the tenant's file system is full */
 		if (pad) {      /* keep the alignment gap as its own free extent */
 			struct urd_extent *g = calloc(1, sizeof(*g));
 
@@ -184,6 +190,56 @@ void vrnic_default_limits(struct urd_limits *l)
 	l->max_srq_wr = URD_MAX_WR;
 }
 
+/* The vRNIC's tmpfs holds what its tenants may make the host store: the
+ * control part and the registered-memory quota (or a VM's RAM). */
+static int mount_fs(struct urd_vrnic *vr, uint64_t bytes, unsigned int files)
+{
+	char opts[128];
+
+	/* huge=within_size: the engine's view of a region is one aligned
+	 * mapping, so 2 MiB pages spare it a TLB miss every 4 KiB of a copy.
+	 * Kernels without THP for tmpfs refuse the option: mount without.
+	 * nr_inodes: the root and our files, none to spare for planting. */
+	snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%u,mode=0755,uid=0,gid=0,huge=within_size",
+		 (unsigned long long)bytes, files + 1);
+	if (mount("unirdma-vrnic", vr->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)) {
+		*strrchr(opts, ',') = '\0';
+		if (mount("unirdma-vrnic", vr->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts))
+			return -errno;
+	}
+	vr->own_mount = true;
+	vr->fs_bytes = bytes;
+	return 0;
+}
+
+/* A new memory quota: the file system follows.  Below what the tenant
+ * already stores the kernel refuses; then it stays at what is stored (the
+ * quota still stops new registrations), never above the old size. */
+static void vrnic_resize_fs(struct urd_vrnic *vr, uint64_t bytes)
+{
+	char opts[64];
+
+	for (int tries = 0; tries < 3; tries++) {
+		struct statfs st;
+		uint64_t used;
+
+		snprintf(opts, sizeof(opts), "size=%llu", (unsigned long long)bytes);
+		if (!mount(NULL, vr->dir, NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)) {
+			vr->fs_bytes = bytes;
+			return;
+		}
+		if (errno != EINVAL || statfs(vr->dir, &st))
+			break;
+		used = (uint64_t)(st.f_blocks - st.f_bfree) * (uint64_t)st.f_bsize;
+		used = (used + (2u << 20) - 1) & ~(uint64_t)((2u << 20) - 1);
+		if (used <= bytes || used >= vr->fs_bytes)
+			break;
+		bytes = used;
+	}
+	log_warn("vrnic %s: its file system stays at %llu bytes (%s)", vr->name,
+		 (unsigned long long)vr->fs_bytes, strerror(errno));
+}
+
 /* Validate and apply; the advertised device attributes follow the quotas so
  * that well-behaved programs size themselves within them. */
 int vrnic_set_limits(struct urd_vrnic *vr, const struct urd_limits *l)
@@ -200,6 +256,8 @@ int vrnic_set_limits(struct urd_vrnic *vr, const struct urd_limits *l)
 	    !l->max_qp_wr || l->max_qp_wr > hard.max_qp_wr || !l->max_cqe || l->max_cqe > hard.max_cqe ||
 	    !l->max_srq_wr || l->max_srq_wr > hard.max_srq_wr)
 		return -EINVAL;
+	if (vr->own_mount && !vr->vm && l->max_mem_bytes != vr->lim.max_mem_bytes)
+		vrnic_resize_fs(vr, URD_REGION_CTRL_SIZE + l->max_mem_bytes);
 	vr->lim = *l;
 	dev->max_qp = l->max_qp;
 	dev->max_cq = l->max_cq;
@@ -317,6 +375,23 @@ static void init_header(struct urd_vrnic *vr, uint64_t file_size)
 	urd_store_release(&h->magic, URD_MAGIC);
 }
 
+/* The header must be in the file, not only in our mapping: a page the
+ * guard replaced (guard.c) or a write lost to a full file system would
+ * hand tenants an all-zero header that claims nothing. */
+static int verify_header(struct urd_vrnic *vr)
+{
+	struct urd_region_hdr h;
+
+	if (guard_faults(vr->map) ||
+	    pread(vr->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    h.magic != URD_MAGIC || h.region_size != vr->hdr->region_size ||
+	    h.vrnic_id != vr->id || h.daemon_epoch != vr->d->epoch || strncmp(h.name, vr->name, sizeof(h.name))) {
+		log_err("vrnic %s: its header did not reach the region file; not created", vr->name);
+		return -EIO;
+	}
+	return 0;
+}
+
 int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
 		 const char *ip_prefix, struct urd_vrnic **out)
 {
@@ -330,6 +405,7 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 	char path[600];
 	/* VM hook: a VM's region is only the control part (the BAR) */
 	uint64_t size = URD_REGION_CTRL_SIZE + (vm ? 0 : URD_MEMWIN_DEFAULT);
+	unsigned long long rnd;
 	int slot = -1, ret;
 
 	if (!valid_name(name) || !valid_name(tenant))
@@ -362,13 +438,30 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 			goto err_free;
 		}
 	}
-	snprintf(vr->dir, sizeof(vr->dir), "%s/vrnics/%s", d->state_dir, name);
-	if (mkdir(vr->dir, 0755) && errno != EEXIST) {
-		ret = -errno;
+	/* Every incarnation gets a place of its own that nobody can guess or
+	 * hold on to: a tenant that kept the old directory (a bind mount, an
+	 * open descriptor) keeps the dead incarnation, never the new one. */
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		ret = -EAGAIN;
 		goto err_free;
 	}
+	snprintf(vr->dir, sizeof(vr->dir), "%s/vrnics/%s.%016llx", d->state_dir, name,
+		 (unsigned long long)rnd);
+	if (mkdir(vr->dir, 0700)) {
+		ret = -errno;
+		log_err("vrnic %s: mkdir %s: %s", name, vr->dir, strerror(errno));
+		goto err_free;
+	}
+	/* In-process harnesses (fuzzers) run unprivileged and own their files. */
+	if (urd_vrnic_threads) {
+		/* region, and for a VM guest-ram */
+		ret = mount_fs(vr, URD_REGION_CTRL_SIZE + (vm ? vm->ram_bytes : URD_MEMWIN_DEFAULT), vm ? 2 : 1);
+		if (ret) {
+			log_err("vrnic %s: cannot mount its tmpfs on %s: %s", name, vr->dir, strerror(-ret));
+			goto err_dir;
+		}
+	}
 	snprintf(path, sizeof(path), "%s/region", vr->dir);
-	unlink(path);
 	vr->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0660);
 	if (vr->fd < 0) {
 		ret = -errno;
@@ -385,6 +478,14 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 	}
 	if (ftruncate(vr->fd, (off_t)size)) {
 		ret = -errno;
+		goto err_file;
+	}
+	/* The pages the daemon writes without asking (header, mailboxes,
+	 * doorbells) exist before any tenant can fill the file system; rings
+	 * get theirs when allocated (arena.fd). */
+	if (fallocate(vr->fd, 0, 0, URD_DB_OFF + URD_DB_SIZE)) {
+		ret = -errno;
+		log_err("vrnic %s: cannot allocate its control pages: %s", name, strerror(errno));
 		goto err_file;
 	}
 	vr->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, vr->fd, 0);
@@ -404,12 +505,16 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 	ret = alloc_init(&vr->arena, URD_ARENA_OFF, URD_ARENA_SIZE);
 	if (ret)
 		goto err_map;
+	vr->arena.fd = vr->fd;
 	/* a VM has no window (MEM_ALLOC is refused); the guest RAM size stands
 	 * in so that the registered-bytes quota ranges over it */
 	ret = alloc_init(&vr->memwin, 0, vr->vm ? vm_ram_bytes(vr) : size - URD_REGION_CTRL_SIZE);
 	if (ret)
 		goto err_arena;
 	init_header(vr, size);
+	ret = verify_header(vr);
+	if (ret)
+		goto err_mem;
 	vrnic_default_limits(&vr->lim);
 	vr->lim.max_mem_bytes = vr->memwin.size;
 	d->vrnics[slot] = vr;
@@ -436,23 +541,23 @@ err_file:
 	close(vr->fd);
 	unlink(path);
 err_dir:
+	if (vr->own_mount)
+		umount2(vr->dir, MNT_DETACH);
 	rmdir(vr->dir);
 err_free:
 	free(vr);
 	return ret;
 }
 
-/* Called with the big lock held; drops and retakes it to join the control thread. */
-static void vrnic_teardown(struct urd_daemon *d, struct urd_vrnic *vr, uint32_t final_state)
+/* Big lock held: no more contexts, tenants see final_state, every waiter on
+ * the region (mailboxes, event threads, the control thread) wakes up. */
+static void vrnic_stop_serving(struct urd_vrnic *vr, uint32_t final_state)
 {
-	char path[600];
-
 	vr->deleting = true;
 	for (uint32_t i = 0; i < URD_MAX_CTX; i++)
 		if (vr->ctx[i])
 			ctx_destroy(vr->ctx[i]);
 	urd_store_release(&vr->hdr->daemon_state, final_state);
-	/* wake every waiter on the region: mailboxes, event threads */
 	for (uint32_t i = 0; i < URD_MAX_CTX; i++) {
 		struct urd_slot_hdr *s = (struct urd_slot_hdr *)(vr->map + urd_slot_off(i));
 
@@ -463,6 +568,79 @@ static void vrnic_teardown(struct urd_daemon *d, struct urd_vrnic *vr, uint32_t 
 	vr->stop = true;
 	urd_fetch_add(&vr->hdr->ctrl_bell, 1);
 	urd_futex_wake_all(&vr->hdr->ctrl_bell);
+}
+
+void vrnic_fail(struct urd_vrnic *vr, const char *why)
+{
+	if (vr->failed)
+		return;
+	vr->failed = true;
+	log_err("vrnic %s (tenant %s) FAILED: %s; it is no longer served (its tenants get a fatal "
+		"device error, its peers' QPs go to the error state); delete it to free the name",
+		vr->name, vr->tenant, why);
+	/* DEAD, not DELETED: tenants raise IBV_EVENT_DEVICE_FATAL.  The
+	 * control thread ends by itself; vrnic_teardown joins it. */
+	vrnic_stop_serving(vr, URD_STATE_DEAD);
+}
+
+/* ------------------------------------------------------- fault monitor */
+
+static pthread_t monitor_thread;
+static int monitor_stop, monitor_started;
+
+static void *monitor_main(void *arg)
+{
+	struct urd_daemon *d = arg;
+
+	pthread_setname_np(pthread_self(), "urd-guard");
+	while (!__atomic_load_n(&monitor_stop, __ATOMIC_ACQUIRE)) {
+		/* the handler only counts and kicks; the lock is taken here */
+		if (!guard_wait(-1) || __atomic_load_n(&monitor_stop, __ATOMIC_ACQUIRE))
+			continue;
+		pthread_mutex_lock(&d->lock);
+		for (int i = 0; i < URD_MAX_VRNICS; i++) {
+			struct urd_vrnic *vr = d->vrnics[i];
+
+			if (!vr || vr->failed)
+				continue;
+			if (guard_faults(vr->map))
+				vrnic_fail(vr, "the daemon faulted on its region (the tenant truncated it, "
+					   "or punched holes in it and filled its file system)");
+			else if (vr->vm && vm_guard_faults(vr))
+				vrnic_fail(vr, "the daemon faulted on its guest RAM (truncated, or holes "
+					   "punched and the file system filled)");
+		}
+		pthread_mutex_unlock(&d->lock);
+	}
+	return NULL;
+}
+
+int vrnic_monitor_start(struct urd_daemon *d)
+{
+	int ret = pthread_create(&monitor_thread, NULL, monitor_main, d);
+
+	if (ret)
+		return -ret;
+	monitor_started = 1;
+	return 0;
+}
+
+void vrnic_monitor_stop(void)
+{
+	if (!monitor_started)
+		return;
+	__atomic_store_n(&monitor_stop, 1, __ATOMIC_RELEASE);
+	guard_kick();
+	pthread_join(monitor_thread, NULL);
+	monitor_started = 0;
+}
+
+/* Called with the big lock held; drops and retakes it to join the control thread. */
+static void vrnic_teardown(struct urd_daemon *d, struct urd_vrnic *vr, uint32_t final_state)
+{
+	char path[600];
+
+	vrnic_stop_serving(vr, final_state);
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
 		if (d->vrnics[i] == vr)
 			d->vrnics[i] = NULL;
@@ -475,10 +653,16 @@ static void vrnic_teardown(struct urd_daemon *d, struct urd_vrnic *vr, uint32_t 
 	munmap(vr->map, vr->map_size);
 	close(vr->fd);
 	vm_release(vr);         /* VM hook: guest RAM mapping and file */
-	/* tenants keep their mappings; the name goes so a new vRNIC starts clean */
+	/* Tenants keep their mappings; the names go.  The tmpfs is detached:
+	 * whatever still holds it (a mapping, a bind mount, a file a tenant
+	 * planted) holds this dead incarnation only, and the directory never
+	 * comes back (a new vRNIC of this name gets another). */
 	snprintf(path, sizeof(path), "%s/region", vr->dir);
 	unlink(path);
-	rmdir(vr->dir);
+	if (vr->own_mount && umount2(vr->dir, MNT_DETACH))
+		log_warn("vrnic %s: unmounting %s: %s", vr->name, vr->dir, strerror(errno));
+	if (rmdir(vr->dir) && errno != ENOENT)
+		log_warn("vrnic %s: %s left behind: %s", vr->name, vr->dir, strerror(errno));
 	alloc_fini(&vr->arena);
 	alloc_fini(&vr->memwin);
 	log_info("vrnic %s %s", vr->name, final_state == URD_STATE_DELETED ? "deleted" : "stopped");

@@ -99,6 +99,13 @@ cleanup() {
 	if [ -n "${STATE:-}" ]; then
 		"$UNIRDMA" --state-dir "$STATE" net-down >/dev/null 2>&1 || true
 	fi
+	# a daemon that was killed leaves the tmpfs of each vRNIC mounted
+	if [ -n "${STATE:-}" ]; then
+		local m
+		for m in "$STATE"/vrnics/*/; do
+			mountpoint -q "$m" 2>/dev/null && umount -l "$m"
+		done
+	fi
 	# a daemon that was killed leaves the tmpfs it mounted on its vRNIC dir
 	[ -n "${STATE:-}" ] && mountpoint -q "$STATE/vrnics" 2>/dev/null && umount -l "$STATE/vrnics"
 	wait 2>/dev/null

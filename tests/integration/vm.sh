@@ -65,24 +65,26 @@ released() {
 }
 
 case_attach() {
-	local args
+	local args dir
 	args=$("$UNIRDMA" vm-args "$VM_A")
+	dir=$(jq_vrnic "$VM_A" "v['dir']")     # STATE/vrnics/NAME.<random>: one per incarnation
 	say "unirdma vm-args $VM_A: $args"
 	check "the region is an ivshmem-plain device on a shared backend" \
-		grep -q "memory-backend-file,id=urd-bar,share=on,mem-path=$STATE/vrnics/$VM_A/region,size=256M -device ivshmem-plain,memdev=urd-bar" <<<"$args"
+		grep -q "memory-backend-file,id=urd-bar,share=on,mem-path=$dir/region,size=256M -device ivshmem-plain,memdev=urd-bar" <<<"$args"
 	check "guest RAM is the daemon's shared file, its layout pinned" \
-		grep -q -- "-machine pc,memory-backend=urd-ram,max-ram-below-4g=3G -m 512M -object memory-backend-file,id=urd-ram,share=on,mem-path=$STATE/vrnics/$VM_A/guest-ram,size=512M" <<<"$args"
+		grep -q -- "-machine pc,memory-backend=urd-ram,max-ram-below-4g=3G -m 512M -object memory-backend-file,id=urd-ram,share=on,mem-path=$dir/guest-ram,size=512M" <<<"$args"
 	check "the daemon created guest-ram with the guest's size" \
-		test "$(stat -c %s "$STATE/vrnics/$VM_A/guest-ram")" = $((512 << 20))
-	check "the region file is exactly the BAR" test "$(stat -c %s "$STATE/vrnics/$VM_A/region")" = $((256 << 20))
+		test "$(stat -c %s "$dir/guest-ram")" = $((512 << 20))
+	check "the region file is exactly the BAR" test "$(stat -c %s "$dir/region")" = $((256 << 20))
 	check "a VM vRNIC's 'vm' object says what the guest RAM is" \
 		test "$(jq_vrnic "$VM_A" "v['vm']['ram_bytes'], v['vm']['lowmem_bytes'], v['vm']['highmem_bytes']")" = "536870912 536870912 0"
 	check "vm-args refuses a container vRNIC" bash -c "! '$UNIRDMA' vm-args '$VR_A' 2>/dev/null"
 	"$UNIRDMA" vrnic create big --tenant t1 --ip "10.77.$SUBNET.9/24" --vm-ram 4G >/dev/null
 	check "4 GiB of guest RAM: 3 GiB below the PCI hole, 1 GiB from 4 GiB" \
 		test "$(jq_vrnic big "v['vm']['lowmem_bytes'], v['vm']['highmem_bytes']")" = "3221225472 1073741824"
+	dir=$(jq_vrnic big "v['dir']")
 	"$UNIRDMA" vrnic delete big >/dev/null
-	check "deleting a VM vRNIC removes its guest RAM" test ! -e "$STATE/vrnics/big"
+	check "deleting a VM vRNIC removes its guest RAM" test ! -e "$dir/guest-ram" -a ! -e "$dir"
 
 	vm_boot a "$VM_A" "grep -l 0x1110 /sys/bus/pci/devices/*/device
 ibv_devices

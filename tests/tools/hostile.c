@@ -1409,11 +1409,15 @@ static void final_blow(void)
 	memset(dbs->bits, 0xff, sizeof(dbs->bits));
 	dbs->summary = UINT64_MAX;
 	st->blow_step = 3;
+	/* Marked before the cut: the library's threads may die of it (SIGBUS)
+	 * before this thread returns, and the daemon fails the vRNIC for it,
+	 * so a retry could not even open the device. */
+	__atomic_store_n(&st->truncated, 1, __ATOMIC_RELEASE);
 	if (ftruncate(c.d.fd, 4096)) {
+		__atomic_store_n(&st->truncated, 0, __ATOMIC_RELEASE);
 		say("final blow: ftruncate: %s", strerror(errno));
 		_exit(1);
 	}
-	__atomic_store_n(&st->truncated, 1, __ATOMIC_RELEASE);
 	say("final blow: %s cut to 4096 bytes", c.d.region_path);
 	/* the library's own threads may now die of SIGBUS: that is ours */
 	/* only the first page is left to write: the engine and control words */
