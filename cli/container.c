@@ -249,6 +249,12 @@ static int setup_dev(const char *root, const int *devfd)
 			mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
 			      "newinstance,ptmxmode=0666,mode=0620");
 	}
+	/* Nothing new in /dev itself (shm and pts are mounts of their own). */
+	if (!rc) {
+		snprintf(p, sizeof(p), "%s/dev", root);
+		rc = must_mount("none", p, "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+				NULL);
+	}
 	return rc;
 }
 
