@@ -28,7 +28,8 @@
  *                               instance), shm (private tmpfs)
  *   /tmp                        private tmpfs
  *   /run/unirdma/dev/NAME/region  bind mount of the vRNIC's region file, the
- *                               only thing of the daemon's directory
+ *                               only thing of the daemon's directory (and,
+ *                               for a VM vRNIC, guest-ram beside it)
  *   STATE_DIR, /run/netns       covered by an empty read-only tmpfs where an
  *                               exposed path would show them
  * Binds are not recursive: mounts below an exposed path stay out.
@@ -64,6 +65,10 @@ static const char *const system_paths[] = { "/usr",   "/bin",   "/sbin",   "/lib
 					    "/lib32", "/lib64", "/libx32", "/etc" };
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
 #define NDEV (sizeof(dev_nodes) / sizeof(dev_nodes[0]))
+/* The vRNIC's files a tenant gets: the region; a VM vRNIC's guest RAM too
+ * (QEMU runs in a container of the vRNIC). */
+static const char *const vrnic_files[] = { "region", "guest-ram" };
+#define NVRFILES (sizeof(vrnic_files) / sizeof(vrnic_files[0]))
 /* Where the new root is assembled: any existing directory will do, since
  * every host path is opened before it is covered. */
 static const char *const scratch_dirs[] = { "/run", "/tmp", "/mnt", "/var/tmp" };
@@ -321,7 +326,7 @@ static int collect(const struct container_spec *spec, struct expose *ex, size_t 
 
 /* Builds the new root in a tmpfs on a scratch directory. */
 static int build_root(const struct container_spec *spec, const char *root, struct expose *ex,
-		      size_t nex, int regfd, const int *devfd)
+		      size_t nex, const int *regfd, const int *devfd)
 {
 	const struct vrnic_info *vi = spec->vrnic;
 	const char *hide[] = { spec->state_dir, "/run/netns", vi->dir };
@@ -391,17 +396,24 @@ static int build_root(const struct container_spec *spec, const char *root, struc
 	}
 	/* The region file alone, in directories of our root (read-only once
 	 * pivoted): nothing can be planted beside it. */
-	if (snprintf(p, sizeof(p), "%s" CLI_CONTAINER_DEVDIR "/%s/region", root, vi->name) >=
-	    (int)sizeof(p))
+	if (snprintf(p, sizeof(p), "%s" CLI_CONTAINER_DEVDIR "/%s", root, vi->name) >=
+	    (int)sizeof(p) - 16)
 		return -ENAMETOOLONG;
-	*strrchr(p, '/') = '\0';
 	rc = mkdir_p(p, strlen(root), 0755);
 	if (rc) {
 		cli_err("exec: mkdir %s: %s (is " CLI_CONTAINER_RUN_DIR " exposed?)", p, strerror(-rc));
 		return rc;
 	}
-	strcat(p, "/region");
-	return bind_fd(regfd, false, p, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+	for (size_t i = 0; i < NVRFILES && !rc; i++) {
+		size_t l = strlen(p);
+
+		if (regfd[i] < 0)
+			continue;
+		snprintf(p + l, sizeof(p) - l, "/%s", vrnic_files[i]);
+		rc = bind_fd(regfd[i], false, p, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+		p[l] = '\0';
+	}
+	return rc;
 }
 
 static int setup_mounts(const struct container_spec *spec)
@@ -411,11 +423,13 @@ static int setup_mounts(const struct container_spec *spec)
 	struct expose *ex = calloc(nmax, sizeof(*ex));
 	char cwd[PATH_MAX], path[PATH_MAX];
 	const char *root = NULL;
-	int devfd[NDEV], regfd = -1, rc;
+	int devfd[NDEV], regfd[NVRFILES], rc;
 	size_t nex = 0;
 
 	for (size_t i = 0; i < NDEV; i++)
 		devfd[i] = -1;
+	for (size_t i = 0; i < NVRFILES; i++)
+		regfd[i] = -1;
 	if (!ex)
 		return -ENOMEM;
 	if (!getcwd(cwd, sizeof(cwd)))
@@ -428,15 +442,18 @@ static int setup_mounts(const struct container_spec *spec)
 	rc = collect(spec, ex, &nex);
 	if (rc)
 		goto out;
-	if (snprintf(path, sizeof(path), "%s/region", vi->dir) >= (int)sizeof(path)) {
-		rc = -ENAMETOOLONG;
-		goto out;
-	}
-	regfd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
-	if (regfd < 0) {
-		rc = -errno;
-		cli_err("exec: the vRNIC's region %s: %s", path, strerror(-rc));
-		goto out;
+	for (size_t i = 0; i < NVRFILES; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", vi->dir, vrnic_files[i]) >=
+		    (int)sizeof(path)) {
+			rc = -ENAMETOOLONG;
+			goto out;
+		}
+		regfd[i] = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		if (regfd[i] < 0 && (i == 0 || errno != ENOENT)) {
+			rc = -errno;
+			cli_err("exec: the vRNIC's %s: %s", path, strerror(-rc));
+			goto out;
+		}
 	}
 	for (size_t i = 0; i < NDEV; i++) {
 		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
@@ -481,8 +498,9 @@ out:
 	for (size_t i = 0; i < NDEV; i++)
 		if (devfd[i] >= 0)
 			close(devfd[i]);
-	if (regfd >= 0)
-		close(regfd);
+	for (size_t i = 0; i < NVRFILES; i++)
+		if (regfd[i] >= 0)
+			close(regfd[i]);
 	free(ex);
 	return rc;
 }
