@@ -120,11 +120,15 @@ static int must_mount(const char *src, const char *dst, const char *type, unsign
 static int bind_fd(int fd, bool dir, const char *dst, unsigned long flags)
 {
 	char src[64];
+	struct stat st;
 	int rc;
 
-	if (dir) {
+	/* already there when a parent's bind shows it (read-only: no O_CREAT) */
+	if (lstat(dst, &st) == 0 && !!S_ISDIR(st.st_mode) == dir)
+		rc = 0;
+	else if (dir)
 		rc = mkdir_p_one(dst, 0755);
-	} else {
+	else {
 		int f = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 
 		rc = f < 0 && errno != EISDIR ? -errno : 0;
