@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -210,10 +211,11 @@ static bool ns_of(const char *name, const char *prefix)
 
 int net_remove_bridges(const char *state_dir)
 {
-	char prefix[64];
+	char prefix[64], (*names)[NAME_MAX + 1] = NULL;
 	struct dirent *de;
+	size_t n = 0;
 	DIR *d;
-	int lock, rc = 0, n = 0;
+	int lock, rc = 0, removed = 0;
 
 	net_ns_name(state_dir, NULL, prefix, sizeof(prefix));
 	lock = net_lock();
@@ -224,23 +226,33 @@ int net_remove_bridges(const char *state_dir)
 		rc = errno == ENOENT ? 0 : -errno;
 		goto unlock;
 	}
+	/* Names first, removal after: no deleting under a running readdir. */
 	while ((de = readdir(d))) {
-		char ns[NAME_MAX + 1];
+		void *more;
 
 		if (!ns_of(de->d_name, prefix))
 			continue;
-		snprintf(ns, sizeof(ns), "%s", de->d_name);
-		if (IP(0, "netns", "del", ns) != 0) {
+		more = realloc(names, (n + 1) * sizeof(*names));
+		if (!more) {
+			rc = -ENOMEM;
+			break;
+		}
+		names = more;
+		snprintf(names[n++], sizeof(names[0]), "%s", de->d_name);
+	}
+	closedir(d);
+	for (size_t i = 0; i < n; i++) {
+		if (IP(0, "netns", "del", names[i]) != 0) {
 			rc = -EIO;
 			continue;
 		}
-		printf("removed network namespace %s\n", ns);
-		n++;
+		printf("removed network namespace %s\n", names[i]);
+		removed++;
 	}
-	closedir(d);
+	free(names);
 unlock:
 	net_unlock(lock);
-	return rc ? rc : n;
+	return rc ? rc : removed;
 }
 
 static int if_up(int sock, const char *ifname)
