@@ -305,7 +305,8 @@ static int collect(const struct container_spec *spec, struct expose *ex, size_t 
 		struct expose *e = &ex[k];
 		bool rw = i >= spec->n_ro;
 
-		*e = (struct expose){ .path = rw ? spec->rw[i - spec->n_ro] : spec->ro[i], .rw = rw };
+		*e = (struct expose){ .path = rw ? spec->rw[i - spec->n_ro] : spec->ro[i], .fd = -1,
+				      .rw = rw };
 		k++;
 	}
 	for (size_t i = 0; i < k; i++) {
@@ -318,7 +319,7 @@ static int collect(const struct container_spec *spec, struct expose *ex, size_t 
 			int err = errno;
 
 			cli_err("exec: %s: %s", e->path, strerror(err));
-			*n = i;
+			*n = i + 1; /* what setup_mounts closes */
 			return -err;
 		}
 		e->dir = S_ISDIR(st.st_mode);
