@@ -585,6 +585,8 @@ static int init_main(struct init_args *a)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		proc_exec_or_die(spec->argv);
 	}
+	/* PROGRAM (same uid, no capabilities either) may not ptrace init. */
+	prctl(PR_SET_DUMPABLE, 0);
 	return init_loop(prog, &set);
 }
 

@@ -10,7 +10,8 @@
  *     capabilities could still use to grow its reach: new namespaces
  *     (unshare, setns, clone with CLONE_NEW*, clone3), the mount API, BPF,
  *     keyrings, perf, io_uring, userfaultfd, module and kexec loading,
- *     file handles, ... Most of these already fail without capabilities;
+ *     file handles, TIOCSTI/TIOCLINUX (typing into the operator's terminal,
+ *     which stdin may be), ... Most of these already fail without capabilities;
  *     the filter is the second wall and removes kernel attack surface.
  *
  * The filter is written by hand (no libseccomp): one architecture, a plain
@@ -32,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -135,8 +137,9 @@ static const int denied[] = {
 };
 
 #define NDENIED (sizeof(denied) / sizeof(denied[0]))
-/* arch check 3, x32 check 2, deny list 2 each, clone 5, clone3 2, allow 1 */
-#define FILTER_MAX (3 + 2 + 2 * NDENIED + 5 + 2 + 1)
+/* arch check 3, x32 check 2, deny list 2 each, ioctl 5, clone3 2, clone 4,
+ * allow 1, and one to spare */
+#define FILTER_MAX (3 + 2 + 2 * NDENIED + 5 + 2 + 4 + 1 + 1)
 
 #define CLONE_NS_FLAGS                                                                        \
 	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |       \
@@ -163,6 +166,13 @@ static int install_filter(void)
 		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)denied[i], 0, 1));
 		EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
 	}
+	/* Typing into the operator's terminal (stdin may be it): TIOCSTI
+	 * pushes input, TIOCLINUX can paste the console selection. */
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 4));
+	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])));
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0));
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
 	/* clone3 hides its flags in memory a filter cannot read: ENOSYS makes
 	 * glibc fall back to clone, whose flags are an argument. */
 	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1));

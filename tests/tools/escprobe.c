@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -166,6 +167,25 @@ int main(int argc, char **argv)
 	TRY("userfaultfd", syscall(SYS_userfaultfd, 0), EPERM, EPERM);
 	TRY("init_module", syscall(SYS_init_module, NULL, 0, ""), EPERM, EPERM);
 	TRY("sethostname", sethostname("escaped", 7), EPERM, EPERM);
+	{
+		/* on /dev/null: a kernel that lets it through says ENOTTY */
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		char c = '#';
+
+		TRY("ioctl TIOCSTI (type into a terminal)", ioctl(fd, TIOCSTI, &c), EPERM, EPERM);
+		close(fd);
+	}
+	{
+		int st;
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(ptrace(PTRACE_ATTACH, 1, NULL, NULL) == 0 ? 0 : errno);
+		waitpid(pid, &st, 0);
+		int err = WEXITSTATUS(st);
+
+		TRY("ptrace the container's init", err ? (errno = err, -1) : 0, EPERM, EPERM);
+	}
 	/* devices and the network */
 	TRY("mknod a character device", mknod("/tmp/escprobe-null", S_IFCHR | 0600, makedev(1, 3)),
 	    EPERM, EPERM);
