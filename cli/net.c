@@ -2,7 +2,7 @@
  * bridge, but with the bridge in a network namespace of its own rather than
  * in the host's: the host namespace gets no interfaces and no addresses.
  *
- *   netns unirdma-<hash of state dir>-<hash of tenant>:
+ *   netns unirdma-<FNV-1a 32 of state dir>-<FNV-1a 64 of tenant>:
  *                           br0 (up), one uxPID port per container of that tenant
  *   each container's netns: lo (up), eth0 = the vRNIC's ip/prefix
  *
@@ -49,13 +49,24 @@ static uint32_t fnv1a(const char *s)
 	return h;
 }
 
+/* 64 bits for tenants: two tenants whose names collide would share a bridge. */
+static uint64_t fnv1a64(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return h;
+}
+
 /* A tenant is a virtual network: each gets a bridge namespace of its own, so
  * containers of different tenants share no L2 segment and may hold the same
  * address. */
 void net_ns_name(const char *state_dir, const char *tenant, char *buf, size_t len)
 {
 	if (tenant)
-		snprintf(buf, len, "unirdma-%08x-%08x", fnv1a(state_dir), fnv1a(tenant));
+		snprintf(buf, len, "unirdma-%08x-%016llx", fnv1a(state_dir),
+			 (unsigned long long)fnv1a64(tenant));
 	else
 		snprintf(buf, len, "unirdma-%08x", fnv1a(state_dir));
 }
@@ -195,7 +206,7 @@ int net_attach(const char *nsname, pid_t pid)
 }
 
 /* Whether name is prefix itself (the one namespace of versions before
- * tenant networks) or prefix-XXXXXXXX. */
+ * tenant networks) or prefix-<16 hex digits>. */
 static bool ns_of(const char *name, const char *prefix)
 {
 	size_t pl = strlen(prefix);
@@ -204,9 +215,9 @@ static bool ns_of(const char *name, const char *prefix)
 		return false;
 	if (!name[pl])
 		return true;
-	if (name[pl] != '-' || strlen(name + pl + 1) != 8)
+	if (name[pl] != '-' || strlen(name + pl + 1) != 16)
 		return false;
-	return strspn(name + pl + 1, "0123456789abcdef") == 8;
+	return strspn(name + pl + 1, "0123456789abcdef") == 16;
 }
 
 int net_remove_bridges(const char *state_dir)

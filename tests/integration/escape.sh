@@ -70,6 +70,7 @@ case_filesystem() {
 			case $t in *"/vr2/region"*|*admin.sock*) echo "REACHABLE via $l -> $t" ;; esac
 		done
 		ibv_devices | awk "NR > 2 && NF { print \"ibv_devices: \" \$1 }"
+		grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):" /proc/self/status | tr -d "\t"
 		true' >"$WORK/view.out" 2>&1
 	sed 's/^/  | /' "$WORK/view.out"
 	check "only its own vRNIC in /run/unirdma/dev" grep -qx "devs=vr0 " "$WORK/view.out"
@@ -79,6 +80,10 @@ case_filesystem() {
 	check "no other region or the admin socket through /proc" bash -c "! grep -q REACHABLE '$WORK/view.out'"
 	check "/dev holds only the minimal nodes" \
 		grep -qx "dev=fd full null ptmx pts random shm stderr stdin stdout tty urandom zero " "$WORK/view.out"
+	check "/proc/self/status: every capability set empty" \
+		bash -c "[ \"\$(grep -cE '^Cap(Inh|Prm|Eff|Bnd|Amb):0{16}$' '$WORK/view.out')\" = 5 ]"
+	check "/proc/self/status: NoNewPrivs 1, Seccomp 2 (filter)" \
+		bash -c "grep -qx 'NoNewPrivs:1' '$WORK/view.out' && grep -qx 'Seccomp:2' '$WORK/view.out'"
 	check "verbs see exactly vr0" bash -c "[ \"\$(grep -c '^ibv_devices:' '$WORK/view.out')\" = 1 ] && grep -qx 'ibv_devices: vr0' '$WORK/view.out'"
 
 	# what the attempts would have left on the host

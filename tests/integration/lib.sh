@@ -140,19 +140,24 @@ start_daemon() {
 # A zombie (killed, not yet reaped by this shell) is not alive.
 # bridge_ns [STATE_DIR [TENANT]]: the name of the bridge namespace `unirdma exec`
 # uses for a tenant (default t1) of a state dir: unirdma-<FNV-1a 32 of its real
-# path>-<FNV-1a 32 of the tenant> (as cli/net.c computes it).
-fnv32() {
-	local s=$1 h=2166136261 i c
+# path>-<FNV-1a 64 of the tenant> (as cli/net.c computes them).
+fnv1a() { # fnv1a 32|64 STRING (bash arithmetic wraps at 64 bits)
+	local s=$2 h i c
+	if [ "$1" = 32 ]; then h=2166136261; else h=0xcbf29ce484222325; fi
 	for ((i = 0; i < ${#s}; i++)); do
 		printf -v c '%d' "'${s:i:1}"
-		h=$(((h ^ (c & 255)) * 16777619 & 0xffffffff))
+		if [ "$1" = 32 ]; then
+			h=$(((h ^ (c & 255)) * 16777619 & 0xffffffff))
+		else
+			h=$(((h ^ (c & 255)) * 1099511628211))
+		fi
 	done
-	printf '%08x' "$h"
+	if [ "$1" = 32 ]; then printf '%08x' "$h"; else printf '%016x' "$h"; fi
 }
 bridge_ns() {
 	local path
 	path=$(realpath "${1:-$STATE}") || return 1
-	printf 'unirdma-%s-%s\n' "$(fnv32 "$path")" "$(fnv32 "${2:-t1}")"
+	printf 'unirdma-%s-%s\n' "$(fnv1a 32 "$path")" "$(fnv1a 64 "${2:-t1}")"
 }
 
 daemon_alive() {
