@@ -493,9 +493,20 @@ static int setup_mounts(const struct container_spec *spec)
 			NULL);
 	if (rc)
 		goto out;
-	/* The working directory carries over where an exposed path shows it. */
-	if (!cwd[0] || chdir(cwd) < 0)
-		rc = chdir("/") < 0 ? -errno : 0;
+	/* The working directory carries over where an exposed path shows it
+	 * (not where it is only an empty directory leading to one). */
+	{
+		bool shown = false;
+
+		for (size_t i = 0; i < nex && !shown; i++) {
+			size_t l = strlen(ex[i].path);
+
+			shown = !ex[i].link[0] && !strncmp(cwd, ex[i].path, l) &&
+				(cwd[l] == '/' || cwd[l] == '\0');
+		}
+		if (!shown || chdir(cwd) < 0)
+			rc = chdir("/") < 0 ? -errno : 0;
+	}
 out:
 	for (size_t i = 0; i < nex; i++)
 		if (ex[i].fd >= 0)
