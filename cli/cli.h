@@ -81,6 +81,7 @@ long long jint(struct json_object *o, const char *key);
 /* A vRNIC as `vrnic.show` describes it, the part exec needs. */
 struct vrnic_info {
 	char name[64];
+	char tenant[256];
 	char ip[16];
 	int prefix;
 	char dir[4096];
@@ -89,8 +90,10 @@ struct vrnic_info {
 int vrnic_lookup(const char *name, struct vrnic_info *vi);
 
 /* net.c: the bridge network of containers. */
-/* The name of the bridge namespace for a state directory. */
-void net_ns_name(const char *state_dir, char *buf, size_t len);
+/* The name of the bridge namespace of a tenant's containers:
+ * unirdma-<hash of state dir>-<hash of tenant>. With tenant NULL, the
+ * prefix all of a state directory's namespaces share (without the '-'). */
+void net_ns_name(const char *state_dir, const char *tenant, char *buf, size_t len);
 /* Creates the bridge namespace with br0 in it if it is missing. 0 or -errno. */
 int net_ensure_bridge(const char *nsname);
 /* Creates a veth pair: one end on br0 in nsname, the other named eth0 in the
@@ -98,8 +101,9 @@ int net_ensure_bridge(const char *nsname);
 int net_attach(const char *nsname, pid_t pid);
 /* In the calling process's network namespace: lo up, eth0 with ip/prefix, up. */
 int net_setup_inside(const char *ip, int prefix);
-/* Removes the bridge namespace. 1 removed, 0 there was none, -errno. */
-int net_remove_bridge(const char *nsname);
+/* Removes every bridge namespace of the state dir (every tenant's), printing
+ * each name removed. Returns how many, or -errno. */
+int net_remove_bridges(const char *state_dir);
 
 /* container.c */
 struct container_spec {
@@ -107,6 +111,10 @@ struct container_spec {
 	const char *state_dir; /* resolved; hidden inside */
 	const char *pidfile;   /* NULL or where to write the init's host PID */
 	char **argv;           /* PROGRAM ARGS... */
+	/* Host paths (absolute, resolved) shown at the same place inside, read-only
+	 * or writable; everything else of the host's tree is absent. */
+	char **ro, **rw;
+	size_t n_ro, n_rw;
 };
 /* Runs argv in a fresh container; returns the exit code for the CLI. */
 int container_run(const struct container_spec *spec);
@@ -122,6 +130,10 @@ void proc_exec_or_die(char **argv) __attribute__((noreturn));
  * Returns the exit status, or -errno if it could not fork. */
 enum { PROC_QUIET_STDOUT = 1, PROC_QUIET_STDERR = 2 };
 int proc_run(char *const argv[], int quiet);
+
+/* sandbox.c: drops every capability, sets no_new_privs, installs the
+ * seccomp filter. For the calling process and what it forks/execs. 0 or -errno. */
+int sandbox_lockdown(void);
 
 /* Env for the tenant program: UNIRDMA_DEVDIR, LD_LIBRARY_PATH, ... */
 int exec_prepare_env(const char *devdir, const char *vrnic_name);

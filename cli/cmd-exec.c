@@ -112,9 +112,93 @@ remove_dir:
 	return rc;
 }
 
+/* Host paths a container shows (container_spec.ro / .rw). */
+struct pathlist {
+	char **v;
+	size_t n;
+};
+
+static void pathlist_free(struct pathlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+/* Adds the real path of path. Refuses /, and the daemon's state directory or
+ * anything in it (the container would see other vRNICs, the admin socket). */
+static int pathlist_add(struct pathlist *l, const char *path, const char *what)
+{
+	const char *state = cli_state_dir_resolved();
+	size_t sl = strlen(state);
+	char *real = realpath(path, NULL), **v;
+
+	if (!real) {
+		cli_err("exec: %s %s: %s", what, path, strerror(errno));
+		return CLI_EXIT_SETUP;
+	}
+	if (!strcmp(real, "/") ||
+	    (!strncmp(real, state, sl) && (real[sl] == '/' || real[sl] == '\0'))) {
+		cli_err("exec: %s %s: may not be shown in a container (%s)", what, path,
+			real[1] ? "the daemon's state directory" : "the whole host");
+		free(real);
+		return CLI_EXIT_USAGE;
+	}
+	v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	if (!v) {
+		free(real);
+		return CLI_EXIT_SETUP;
+	}
+	l->v = v;
+	l->v[l->n++] = real;
+	return 0;
+}
+
+/* Adds each entry of a colon-separated list (empty entries skipped). */
+static int pathlist_add_env(struct pathlist *l, const char *var)
+{
+	const char *val = getenv(var);
+	char *copy, *save = NULL;
+	int rc = 0;
+
+	if (!val || !*val)
+		return 0;
+	copy = strdup(val);
+	if (!copy)
+		return CLI_EXIT_SETUP;
+	for (char *t = strtok_r(copy, ":", &save); t && !rc; t = strtok_r(NULL, ":", &save))
+		rc = pathlist_add(l, t, var);
+	free(copy);
+	return rc;
+}
+
+/* What a container shows without being asked: the library directory, the
+ * program's directory (when PROGRAM is a path) and an ASan preload. */
+static int default_paths(struct pathlist *ro, char **argv)
+{
+	char libdir[PATH_MAX], dir[PATH_MAX];
+	const char *pre = getenv("UNIRDMA_EXEC_PRELOAD");
+	int rc;
+
+	if (find_libdir(libdir, sizeof(libdir)) == 0 && access(libdir, F_OK) == 0 &&
+	    (rc = pathlist_add(ro, libdir, "library directory")))
+		return rc;
+	if (strchr(argv[0], '/') && snprintf(dir, sizeof(dir), "%s", argv[0]) < (int)sizeof(dir) &&
+	    access(argv[0], F_OK) == 0 && (rc = pathlist_add(ro, dirname(dir), "program directory")))
+		return rc;
+	if (pre && *pre && !strchr(pre, ' ') && !strchr(pre, ':') && access(pre, F_OK) == 0 &&
+	    (rc = pathlist_add(ro, pre, "UNIRDMA_EXEC_PRELOAD")))
+		return rc;
+	return 0;
+}
+
 struct exec_opts {
 	bool no_container;
 	const char *pidfile;
+	struct pathlist ro, rw;
+	int err;
 };
 
 static int exec_opt(int opt, const char *arg, void *ctx)
@@ -125,6 +209,10 @@ static int exec_opt(int opt, const char *arg, void *ctx)
 		o->no_container = true;
 	else if (opt == 'p')
 		o->pidfile = arg;
+	else if (opt == 'r')
+		return pathlist_add(&o->ro, arg, "--ro");
+	else if (opt == 'w')
+		return pathlist_add(&o->rw, arg, "--rw");
 	else
 		return CLI_EXIT_USAGE;
 	return 0;
@@ -135,6 +223,8 @@ static int run_exec(const struct cli_cmd *cmd, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "no-container", no_argument, NULL, 'H' },
 		{ "pidfile", required_argument, NULL, 'p' },
+		{ "ro", required_argument, NULL, 'r' },
+		{ "rw", required_argument, NULL, 'w' },
 		CLI_COMMON_LONGOPTS,
 	};
 	struct exec_opts o = { 0 };
@@ -145,55 +235,92 @@ static int run_exec(const struct cli_cmd *cmd, int argc, char **argv)
 
 	rc = cli_parse(cmd, argc, argv, "", longopts, true, exec_opt, &o, &first);
 	if (rc >= 0)
-		return rc;
-	if (first >= argc)
-		return cli_usage_error(cmd, "exec: VRNIC is missing");
+		goto out;
+	rc = CLI_EXIT_USAGE;
+	if (first >= argc) {
+		rc = cli_usage_error(cmd, "exec: VRNIC is missing");
+		goto out;
+	}
 	spec.argv = argv + first + 1;
 	if (spec.argv[0] && !strcmp(spec.argv[0], "--"))
 		spec.argv++;
-	if (!spec.argv[0])
-		return cli_usage_error(cmd, "exec: PROGRAM is missing");
+	if (!spec.argv[0]) {
+		rc = cli_usage_error(cmd, "exec: PROGRAM is missing");
+		goto out;
+	}
 
 	rc = vrnic_lookup(argv[first], &vi);
 	if (rc)
-		return rc;
+		goto out;
 	if (stat(vi.dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		int err = S_ISDIR(st.st_mode) ? errno : ENOTDIR;
 
 		cli_err("exec: vRNIC %s: its directory %s is not usable: %s", vi.name, vi.dir,
 			strerror(err));
-		return CLI_EXIT_SETUP;
+		rc = CLI_EXIT_SETUP;
+		goto out;
 	}
 	if (o.no_container) {
-		if (o.pidfile)
-			return cli_usage_error(cmd, "exec: --pidfile needs a container");
-		return run_on_host(&vi, spec.argv);
+		if (o.pidfile || o.ro.n || o.rw.n) {
+			rc = cli_usage_error(cmd, "exec: --pidfile, --ro and --rw need a container");
+			goto out;
+		}
+		rc = run_on_host(&vi, spec.argv);
+		goto out;
 	}
+	/* The test suite names its build and scratch trees here. */
+	rc = pathlist_add_env(&o.ro, "UNIRDMA_EXEC_RO");
+	if (!rc)
+		rc = pathlist_add_env(&o.rw, "UNIRDMA_EXEC_RW");
+	if (!rc)
+		rc = default_paths(&o.ro, spec.argv);
+	if (rc)
+		goto out;
 	spec.vrnic = &vi;
 	spec.state_dir = cli_state_dir_resolved();
 	spec.pidfile = o.pidfile;
+	spec.ro = o.ro.v;
+	spec.n_ro = o.ro.n;
+	spec.rw = o.rw.v;
+	spec.n_rw = o.rw.n;
 	unsetenv("UNIRDMA_STATE_DIR");
-	if (exec_prepare_env(CLI_CONTAINER_DEVDIR, vi.name))
-		return CLI_EXIT_SETUP;
-	return container_run(&spec);
+	unsetenv("UNIRDMA_EXEC_RO");
+	unsetenv("UNIRDMA_EXEC_RW");
+	if (exec_prepare_env(CLI_CONTAINER_DEVDIR, vi.name)) {
+		rc = CLI_EXIT_SETUP;
+		goto out;
+	}
+	rc = container_run(&spec);
+out:
+	pathlist_free(&o.ro);
+	pathlist_free(&o.rw);
+	return rc;
 }
 
 const struct cli_cmd cmd_exec = {
 	"exec", NULL, "run a program as a tenant of a vRNIC (in a container)",
-	"usage: unirdma exec [--no-container] [--pidfile FILE] VRNIC [--] PROGRAM [ARGS...]\n"
+	"usage: unirdma exec [--no-container] [--pidfile FILE] [--ro PATH]... [--rw PATH]...\n"
+	"                    VRNIC [--] PROGRAM [ARGS...]\n"
 	"\n"
 	"Run PROGRAM as a tenant of the vRNIC VRNIC, like `ip netns exec`: unmodified\n"
 	"verbs programs (perftest, ibv_rc_pingpong, qperf, ...) load unirdma's\n"
 	"libibverbs.so.1 and see exactly one RDMA device, that vRNIC.\n"
 	"\n"
 	"By default PROGRAM runs in a fresh container: new mount, network, PID, IPC\n"
-	"and UTS namespaces; hostname VRNIC; its own /proc; the daemon's state\n"
-	"directory and /run/unirdma hidden; the vRNIC's directory at\n"
-	"/run/unirdma/dev/VRNIC. Its eth0 has the vRNIC's address and is a port of a\n"
-	"bridge that lives in a network namespace of its own (unirdma-<hash of the\n"
-	"state dir>, made on first use, removed by `unirdma net-down`), so the\n"
-	"containers of one daemon reach each other over TCP. PID 1 of the container\n"
-	"reaps children and passes signals on. Containers need root.\n"
+	"and UTS namespaces; hostname VRNIC; a root file system of its own (a tmpfs,\n"
+	"read-only) with the host's /usr, /bin, /sbin, /lib*, /etc read-only (files\n"
+	"in /etc that only root may read are masked), unirdma's library directory\n"
+	"and PROGRAM's directory read-only, private /tmp, /dev/shm and a minimal\n"
+	"/dev, its own /proc and a read-only /sys. Of the daemon it sees only the\n"
+	"vRNIC's region file, at /run/unirdma/dev/VRNIC/region. PROGRAM runs as\n"
+	"uid 0 with no capabilities, no_new_privs and a seccomp filter (no mount,\n"
+	"no new namespaces, no BPF, keyrings, perf, io_uring, modules, ...).\n"
+	"Its eth0 has the vRNIC's address and is a port of the bridge of the vRNIC's\n"
+	"tenant, in a network namespace of its own (unirdma-<hash of the state\n"
+	"dir>-<hash of the tenant>, made on first use, removed by `unirdma\n"
+	"net-down`): containers of one tenant reach each other over TCP, other\n"
+	"tenants' containers not at all. PID 1 of the container reaps children and\n"
+	"passes signals on. Containers need root.\n"
 	"\n"
 	"PROGRAM's environment gets UNIRDMA_DEVDIR (the directory of its one vRNIC),\n"
 	"UNIRDMA_VRNIC=VRNIC and LD_LIBRARY_PATH starting with unirdma's library\n"
@@ -205,7 +332,15 @@ const struct cli_cmd cmd_exec = {
 	"                   directory holding only a link to the vRNIC's directory\n"
 	"  --pidfile FILE   write the host PID of the container's init to FILE while it\n"
 	"                   runs (/proc/PID/ns/net and /proc/PID/net/tcp then belong to\n"
-	"                   the container)\n"
+	"                   the container); the file is written under a mkstemp name\n"
+	"                   and renamed into place\n"
+	"  --ro PATH        also show host PATH, read-only, at the same place (repeat\n"
+	"                   for more; also from $UNIRDMA_EXEC_RO, colon-separated)\n"
+	"  --rw PATH        also show host PATH writable (shared with the host and\n"
+	"                   every container that shows it; treat what tenants write\n"
+	"                   there as hostile; also $UNIRDMA_EXEC_RW). The daemon's\n"
+	"                   state directory is never shown; the working directory\n"
+	"                   carries over only where an exposed path shows it\n"
 	"\n"
 	"Exit codes: PROGRAM's (128+N if signal N killed it); 1, 2, 3 as for every\n"
 	"command; 125 container setup failed; 126 PROGRAM not executable; 127 PROGRAM\n"

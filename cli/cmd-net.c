@@ -18,23 +18,25 @@ static int run_net_down(const struct cli_cmd *cmd, int argc, char **argv)
 		return rc;
 	if (first != argc)
 		return cli_usage_error(cmd, "net-down: takes no operands");
-	net_ns_name(cli_state_dir_resolved(), nsname, sizeof(nsname));
-	rc = net_remove_bridge(nsname);
+	rc = net_remove_bridges(cli_state_dir_resolved());
 	if (rc < 0) {
-		cli_err("net-down: removing network namespace %s: %s", nsname, strerror(-rc));
+		cli_err("net-down: removing the network namespaces: %s", strerror(-rc));
 		return CLI_EXIT_SETUP;
 	}
-	printf(rc ? "removed network namespace %s\n" : "no network namespace %s\n", nsname);
+	if (!rc) {
+		net_ns_name(cli_state_dir_resolved(), NULL, nsname, sizeof(nsname));
+		printf("no network namespace %s-*\n", nsname);
+	}
 	return CLI_EXIT_OK;
 }
 
 const struct cli_cmd cmd_net_down = {
-	"net-down", NULL, "remove the containers' bridge network",
+	"net-down", NULL, "remove the containers' bridge networks",
 	"usage: unirdma net-down\n"
 	"\n"
-	"Remove the network namespace unirdma-<hash of the state dir> that holds the\n"
-	"bridge of `unirdma exec` containers. Running containers lose their network\n"
-	"(their eth0 disappears). Does not need the daemon. Exit code 0 also when\n"
-	"there was nothing to remove.\n",
+	"Remove the network namespaces unirdma-<hash of the state dir>-<hash of the\n"
+	"tenant>, one per tenant, that hold the bridges of `unirdma exec` containers.\n"
+	"Running containers lose their network (their eth0 disappears). Does not\n"
+	"need the daemon. Exit code 0 also when there was nothing to remove.\n",
 	run_net_down,
 };

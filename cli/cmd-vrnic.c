@@ -512,8 +512,10 @@ int vrnic_lookup(const char *name, struct vrnic_info *vi)
 	dir = jstr(v, "dir");
 	if (dir[0] != '/' || strlen(dir) >= sizeof(vi->dir) ||
 	    snprintf(vi->ip, sizeof(vi->ip), "%s", jstr(v, "ip")) >= (int)sizeof(vi->ip) ||
-	    snprintf(vi->name, sizeof(vi->name), "%s", jstr(v, "name")) >= (int)sizeof(vi->name)) {
-		cli_err("vrnic show %s: the answer's name, ip or dir is unusable", name);
+	    snprintf(vi->name, sizeof(vi->name), "%s", jstr(v, "name")) >= (int)sizeof(vi->name) ||
+	    snprintf(vi->tenant, sizeof(vi->tenant), "%s", jstr(v, "tenant")) >=
+		    (int)sizeof(vi->tenant)) {
+		cli_err("vrnic show %s: the answer's name, tenant, ip or dir is unusable", name);
 		goto out;
 	}
 	/* The name becomes a path component and a hostname inside containers. */

@@ -1,26 +1,46 @@
 /* container.c: the container of `unirdma exec`.
  *
  * A child is cloned into new mount, network, PID, IPC and UTS namespaces. It
- * becomes PID 1 of the container ("unirdma-init"): it builds the file-system
- * view, waits until the parent has plugged its veth into the bridge, sets up
- * eth0, then forks PROGRAM, reaps every child and forwards signals to
- * PROGRAM. When PROGRAM exits, init exits with its code and the kernel kills
- * whatever is left in the PID namespace; the network namespace, and with it
- * the veth pair, goes away.
+ * becomes PID 1 of the container ("unirdma-init"): it builds a root file
+ * system of its own and pivots into it, waits until the parent has plugged
+ * its veth into the bridge, sets up eth0, gives up every privilege
+ * (sandbox.c: no capabilities, no_new_privs, seccomp), then forks PROGRAM,
+ * reaps every child and forwards signals to PROGRAM. When PROGRAM exits,
+ * init exits with its code and the kernel kills whatever is left in the PID
+ * namespace; the network namespace, and with it the veth pair, goes away.
  *
- * File-system view inside (the rest of the host's tree is shared, like a
- * container without its own image):
- *   /proc                    fresh, of the new PID namespace
- *   /sys                     fresh, read-only (shows the container's netdevs)
- *   /dev/shm                 private tmpfs
- *   STATE_DIR, /run/unirdma  empty tmpfs: no admin socket, no other vRNIC
- *   /run/unirdma/dev/NAME    bind mount of the vRNIC's directory
+ * The tenant runs as uid 0 without capabilities: the vRNIC's region file is
+ * root's (mode 0660) and must open read-write. So nothing of the host may be
+ * writable unless the operator asked (--rw), and files only root may read
+ * are masked in /etc. File-system view inside (a tmpfs root, read-only once
+ * built; the old root is detached):
+ *   /usr /bin /sbin /lib* /etc  the host's, read-only (symlinks copied);
+ *                               /etc files not readable by others masked
+ *   --ro PATHs, the program's   the host's, read-only, at the same path
+ *   directory, the library dir
+ *   --rw PATHs                  the host's, writable, at the same path
+ *   /proc                       fresh, of the new PID namespace; /proc/sys,
+ *                               sysrq-trigger, irq, bus, fs read-only,
+ *                               kcore, keys, ... masked
+ *   /sys                        fresh, read-only
+ *   /dev                        private tmpfs: null zero full random urandom
+ *                               tty (binds of the host's), pts (new
+ *                               instance), shm (private tmpfs)
+ *   /tmp                        private tmpfs
+ *   /run/unirdma/dev/NAME/region  bind mount of the vRNIC's region file, the
+ *                               only thing of the daemon's directory (and,
+ *                               for a VM vRNIC, guest-ram beside it)
+ *   STATE_DIR, /run/netns       covered by an empty read-only tmpfs where an
+ *                               exposed path would show them
+ * Binds are not recursive: mounts below an exposed path stay out.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,11 +60,47 @@ struct init_args {
 	int sync_r, sync_w; /* the parent writes one byte once eth0 exists */
 };
 
+/* The host's programs and libraries, always shown read-only. */
+static const char *const system_paths[] = { "/usr",   "/bin",   "/sbin",   "/lib",
+					    "/lib32", "/lib64", "/libx32", "/etc" };
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+#define NDEV (sizeof(dev_nodes) / sizeof(dev_nodes[0]))
+/* The vRNIC's files a tenant gets: the region; a VM vRNIC's guest RAM too
+ * (QEMU runs in a container of the vRNIC). */
+static const char *const vrnic_files[] = { "region", "guest-ram" };
+#define NVRFILES (sizeof(vrnic_files) / sizeof(vrnic_files[0]))
+/* Where the new root is assembled: any existing directory will do, since
+ * every host path is opened before it is covered. */
+static const char *const scratch_dirs[] = { "/run", "/tmp", "/mnt", "/var/tmp" };
+
+struct expose {
+	const char *path; /* absolute host path = the path inside */
+	int fd;           /* O_PATH, opened before anything is covered; -1 for a link */
+	bool rw, dir;
+	char link[PATH_MAX]; /* a symlink at the top (merged /usr): copied */
+};
+
 static int mkdir_p_one(const char *path, mode_t mode)
 {
 	if (mkdir(path, mode) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+/* mkdir -p of every component of path after the first skip bytes. */
+static int mkdir_p(char *path, size_t skip, mode_t mode)
+{
+	for (char *p = path + skip + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		int rc = mkdir_p_one(path, mode);
+
+		*p = '/';
+		if (rc)
+			return rc;
+	}
+	return mkdir_p_one(path, mode);
 }
 
 static int must_mount(const char *src, const char *dst, const char *type, unsigned long flags,
@@ -59,56 +115,409 @@ static int must_mount(const char *src, const char *dst, const char *type, unsign
 	return 0;
 }
 
+/* An empty file or directory to mount on, then a bind of fd there with flags
+ * (a bind ignores them; the remount applies them). */
+static int bind_fd(int fd, bool dir, const char *dst, unsigned long flags)
+{
+	char src[64];
+	struct stat st;
+	int rc;
+
+	/* already there when a parent's bind shows it (read-only: no O_CREAT) */
+	if (lstat(dst, &st) == 0 && !!S_ISDIR(st.st_mode) == dir)
+		rc = 0;
+	else if (dir)
+		rc = mkdir_p_one(dst, 0755);
+	else {
+		int f = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+		rc = f < 0 && errno != EISDIR ? -errno : 0;
+		if (f >= 0)
+			close(f);
+	}
+	if (rc) {
+		cli_err("exec: creating the mount point %s: %s", dst, strerror(-rc));
+		return rc;
+	}
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	rc = must_mount(src, dst, "none", MS_BIND, NULL);
+	if (!rc)
+		rc = must_mount("none", dst, "none", MS_BIND | MS_REMOUNT | flags, NULL);
+	return rc;
+}
+
+/* An empty read-only directory over path. */
+static int cover_dir(const char *path)
+{
+	return must_mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "mode=0555,size=4k,nr_inodes=2");
+}
+
+/* /dev/null over a file, read-only. */
+static int cover_file(const char *path)
+{
+	int rc = must_mount("/dev/null", path, "none", MS_BIND, NULL);
+
+	if (!rc)
+		rc = must_mount("none", path, "none",
+				MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL);
+	return rc;
+}
+
+/* Uid 0 without capabilities still reads what root owns: mask in /etc what
+ * an unprivileged user could not read (shadow, private keys, sudoers). */
+static int mask_cb(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)ftw;
+	if (type == FTW_D && (st->st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH))
+		return cover_dir(path) ? FTW_STOP : FTW_SKIP_SUBTREE;
+	if (type == FTW_F && !(st->st_mode & S_IROTH))
+		return cover_file(path) ? FTW_STOP : FTW_CONTINUE;
+	return FTW_CONTINUE;
+}
+
+static int mask_private(const char *dir)
+{
+	int rc = nftw(dir, mask_cb, 16, FTW_PHYS | FTW_MOUNT | FTW_ACTIONRETVAL);
+
+	return rc == FTW_STOP ? -EPERM : rc < 0 ? -errno : 0;
+}
+
+static int setup_proc(const char *root)
+{
+	static const char *const ro[] = { "sys", "sysrq-trigger", "irq", "bus", "fs" };
+	static const char *const masked[] = { "kcore",	      "keys",	     "timer_list",
+					      "sched_debug", "latency_stats", "timer_stats",
+					      "acpi",	     "scsi",	      "asound" };
+	char p[PATH_MAX];
+	struct stat st;
+	int rc;
+
+	snprintf(p, sizeof(p), "%s/proc", root);
+	rc = mkdir_p_one(p, 0555);
+	if (!rc)
+		rc = must_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	/* Whole-host knobs a uid 0 could write even without capabilities. */
+	for (size_t i = 0; !rc && i < sizeof(ro) / sizeof(ro[0]); i++) {
+		snprintf(p, sizeof(p), "%s/proc/%s", root, ro[i]);
+		if (lstat(p, &st) < 0)
+			continue;
+		rc = must_mount(p, p, "none", MS_BIND | MS_REC, NULL);
+		if (!rc)
+			rc = must_mount("none", p, "none",
+					MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
+						MS_NOEXEC,
+					NULL);
+	}
+	for (size_t i = 0; !rc && i < sizeof(masked) / sizeof(masked[0]); i++) {
+		snprintf(p, sizeof(p), "%s/proc/%s", root, masked[i]);
+		if (lstat(p, &st) < 0)
+			continue;
+		rc = S_ISDIR(st.st_mode) ? cover_dir(p) : cover_file(p);
+	}
+	return rc;
+}
+
+static int setup_dev(const char *root, const int *devfd)
+{
+	static const char *const links[][2] = { { "fd", "/proc/self/fd" },
+						{ "stdin", "/proc/self/fd/0" },
+						{ "stdout", "/proc/self/fd/1" },
+						{ "stderr", "/proc/self/fd/2" },
+						{ "ptmx", "pts/ptmx" } };
+	char p[PATH_MAX];
+	int rc;
+
+	snprintf(p, sizeof(p), "%s/dev", root);
+	rc = mkdir_p_one(p, 0755);
+	if (!rc)
+		rc = must_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k");
+	/* Read-only binds: the nodes work, but their host inodes cannot be
+	 * chmod'ed. No MS_NODEV, or they would not open. */
+	for (size_t i = 0; !rc && i < NDEV; i++) {
+		if (devfd[i] < 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/dev/%s", root, dev_nodes[i]);
+		rc = bind_fd(devfd[i], false, p, MS_RDONLY | MS_NOSUID | MS_NOEXEC);
+	}
+	for (size_t i = 0; !rc && i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(p, sizeof(p), "%s/dev/%s", root, links[i][0]);
+		if (symlink(links[i][1], p) < 0)
+			rc = -errno;
+	}
+	if (!rc) {
+		snprintf(p, sizeof(p), "%s/dev/shm", root);
+		rc = mkdir_p_one(p, 01777);
+		if (!rc)
+			rc = must_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+	}
+	if (!rc) {
+		/* A pty for programs that want one; not worth failing for. */
+		snprintf(p, sizeof(p), "%s/dev/pts", root);
+		if (mkdir_p_one(p, 0755) == 0)
+			mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+			      "newinstance,ptmxmode=0666,mode=0620");
+	}
+	/* Nothing new in /dev itself (shm and pts are mounts of their own). */
+	if (!rc) {
+		snprintf(p, sizeof(p), "%s/dev", root);
+		rc = must_mount("none", p, "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+				NULL);
+	}
+	return rc;
+}
+
+static int by_depth(const void *a, const void *b)
+{
+	const struct expose *x = a, *y = b;
+	size_t lx = strlen(x->path), ly = strlen(y->path);
+
+	/* parents before children; for one path, the writable bind on top */
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return (int)x->rw - (int)y->rw;
+}
+
+/* Opens every host path the container shows. */
+static int collect(const struct container_spec *spec, struct expose *ex, size_t *n)
+{
+	size_t k = 0;
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(system_paths) / sizeof(system_paths[0]); i++) {
+		struct expose *e = &ex[k];
+		ssize_t l;
+
+		if (lstat(system_paths[i], &st) < 0)
+			continue;
+		*e = (struct expose){ .path = system_paths[i], .fd = -1, .dir = true };
+		if (S_ISLNK(st.st_mode)) {
+			l = readlink(e->path, e->link, sizeof(e->link) - 1);
+			if (l < 0)
+				continue;
+			e->link[l] = '\0';
+		} else if (!S_ISDIR(st.st_mode)) {
+			continue;
+		}
+		k++;
+	}
+	for (size_t i = 0; i < spec->n_ro + spec->n_rw; i++) {
+		struct expose *e = &ex[k];
+		bool rw = i >= spec->n_ro;
+
+		*e = (struct expose){ .path = rw ? spec->rw[i - spec->n_ro] : spec->ro[i], .fd = -1,
+				      .rw = rw };
+		k++;
+	}
+	for (size_t i = 0; i < k; i++) {
+		struct expose *e = &ex[i];
+
+		if (e->link[0])
+			continue;
+		e->fd = open(e->path, O_PATH | O_CLOEXEC);
+		if (e->fd < 0 || fstat(e->fd, &st) < 0) {
+			int err = errno;
+
+			cli_err("exec: %s: %s", e->path, strerror(err));
+			*n = i + 1; /* what setup_mounts closes */
+			return -err;
+		}
+		e->dir = S_ISDIR(st.st_mode);
+	}
+	*n = k;
+	qsort(ex, k, sizeof(*ex), by_depth);
+	return 0;
+}
+
+/* Builds the new root in a tmpfs on a scratch directory. */
+static int build_root(const struct container_spec *spec, const char *root, struct expose *ex,
+		      size_t nex, const int *regfd, const int *devfd)
+{
+	const struct vrnic_info *vi = spec->vrnic;
+	const char *hide[] = { spec->state_dir, "/run/netns", vi->dir };
+	char p[PATH_MAX];
+	struct stat st;
+	int rc;
+
+	/* The private parts first: an exposed path below /tmp shows on top. */
+	rc = setup_proc(root);
+	if (rc)
+		return rc;
+	/* A convenience (ip, ls /sys/class/net); failing it does not stop the program. */
+	snprintf(p, sizeof(p), "%s/sys", root);
+	if (!mkdir_p_one(p, 0555) &&
+	    !mount("sysfs", p, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL)) {
+		snprintf(p, sizeof(p), "%s/sys/firmware", root);
+		if (lstat(p, &st) == 0)
+			cover_dir(p);
+	}
+	rc = setup_dev(root, devfd);
+	if (rc)
+		return rc;
+	snprintf(p, sizeof(p), "%s/tmp", root);
+	rc = mkdir_p_one(p, 01777);
+	if (!rc)
+		rc = must_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < nex; i++) {
+		struct expose *e = &ex[i];
+		size_t rl = strlen(root);
+
+		if (snprintf(p, sizeof(p), "%s%s", root, e->path) >= (int)sizeof(p))
+			return -ENAMETOOLONG;
+		/* the parents: in our tmpfs, or already there in a parent's bind */
+		char *slash = strrchr(p, '/');
+
+		if (slash > p + rl) {
+			*slash = '\0';
+			rc = mkdir_p(p, rl, 0755);
+			*slash = '/';
+			if (rc) {
+				cli_err("exec: creating %s: %s", p, strerror(-rc));
+				return rc;
+			}
+		}
+		if (e->link[0]) {
+			if (symlink(e->link, p) < 0 && errno != EEXIST)
+				return -errno;
+			continue;
+		}
+		rc = bind_fd(e->fd, e->dir, p,
+			     MS_NOSUID | MS_NODEV | (e->rw ? 0 : MS_RDONLY));
+		if (rc)
+			return rc;
+		if (!e->rw && !strcmp(e->path, "/etc")) {
+			rc = mask_private(p);
+			if (rc)
+				return rc;
+		}
+	}
+	/* What an exposed path would show of the daemon: nothing. */
+	for (size_t i = 0; i < sizeof(hide) / sizeof(hide[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", root, hide[i]);
+		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode) && (rc = cover_dir(p)))
+			return rc;
+	}
+	/* The region file alone, in directories of our root (read-only once
+	 * pivoted): nothing can be planted beside it. */
+	if (snprintf(p, sizeof(p), "%s" CLI_CONTAINER_DEVDIR "/%s", root, vi->name) >=
+	    (int)sizeof(p) - 16)
+		return -ENAMETOOLONG;
+	rc = mkdir_p(p, strlen(root), 0755);
+	if (rc) {
+		cli_err("exec: mkdir %s: %s (is " CLI_CONTAINER_RUN_DIR " exposed?)", p, strerror(-rc));
+		return rc;
+	}
+	for (size_t i = 0; i < NVRFILES && !rc; i++) {
+		size_t l = strlen(p);
+
+		if (regfd[i] < 0)
+			continue;
+		snprintf(p + l, sizeof(p) - l, "/%s", vrnic_files[i]);
+		rc = bind_fd(regfd[i], false, p, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+		p[l] = '\0';
+	}
+	return rc;
+}
+
 static int setup_mounts(const struct container_spec *spec)
 {
 	const struct vrnic_info *vi = spec->vrnic;
-	char devpath[256], fdpath[64];
-	int vfd, rc;
+	size_t nmax = sizeof(system_paths) / sizeof(system_paths[0]) + spec->n_ro + spec->n_rw;
+	struct expose *ex = calloc(nmax, sizeof(*ex));
+	char cwd[PATH_MAX], path[PATH_MAX];
+	const char *root = NULL;
+	int devfd[NDEV], regfd[NVRFILES], rc;
+	size_t nex = 0;
 
+	for (size_t i = 0; i < NDEV; i++)
+		devfd[i] = -1;
+	for (size_t i = 0; i < NVRFILES; i++)
+		regfd[i] = -1;
+	if (!ex)
+		return -ENOMEM;
+	if (!getcwd(cwd, sizeof(cwd)))
+		cwd[0] = '\0';
 	/* Nothing we mount may leak back to the host. */
 	/* The kernel ignores source and type here; "none" keeps valgrind quiet. */
 	rc = must_mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL);
 	if (rc)
-		return rc;
-	/* Hold on to the vRNIC's directory before the state dir is hidden. */
-	vfd = open(vi->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (vfd < 0) {
-		rc = -errno;
-		cli_err("exec: the vRNIC's directory %s: %s", vi->dir, strerror(-rc));
-		return rc;
-	}
-	rc = must_mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+		goto out;
+	rc = collect(spec, ex, &nex);
 	if (rc)
-		goto close_vfd;
-	/* Conveniences: failing them does not stop the program. */
-	mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL);
-	mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+		goto out;
+	for (size_t i = 0; i < NVRFILES; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", vi->dir, vrnic_files[i]) >=
+		    (int)sizeof(path)) {
+			rc = -ENAMETOOLONG;
+			goto out;
+		}
+		regfd[i] = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		if (regfd[i] < 0 && (i == 0 || errno != ENOENT)) {
+			rc = -errno;
+			cli_err("exec: the vRNIC's %s: %s", path, strerror(-rc));
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < NDEV; i++) {
+		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+		devfd[i] = open(path, O_PATH | O_CLOEXEC);
+	}
+	for (size_t i = 0; i < sizeof(scratch_dirs) / sizeof(scratch_dirs[0]) && !root; i++) {
+		struct stat st;
 
-	rc = must_mount("tmpfs", spec->state_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			"mode=0755,size=64k");
+		if (stat(scratch_dirs[i], &st) == 0 && S_ISDIR(st.st_mode))
+			root = scratch_dirs[i];
+	}
+	if (!root) {
+		rc = -ENOENT;
+		cli_err("exec: no directory to build the container's root in");
+		goto out;
+	}
+	rc = must_mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m");
 	if (rc)
-		goto close_vfd;
-	rc = mkdir_p_one(CLI_CONTAINER_RUN_DIR, 0755);
-	if (!rc)
-		rc = must_mount("tmpfs", CLI_CONTAINER_RUN_DIR, "tmpfs", MS_NOSUID | MS_NODEV,
-				"mode=0755,size=64k");
-	if (!rc)
-		rc = mkdir_p_one(CLI_CONTAINER_DEVDIR, 0755);
-	if (rc) {
-		if (rc != -EPERM)
-			cli_err("exec: preparing " CLI_CONTAINER_DEVDIR ": %s", strerror(-rc));
-		goto close_vfd;
+		goto out;
+	rc = build_root(spec, root, ex, nex, regfd, devfd);
+	if (rc)
+		goto out;
+	/* pivot_root(".", ".") stacks the old root under the new one; the
+	 * detach then drops it with every host mount. */
+	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0) {
+		rc = -errno;
+		cli_err("exec: pivot_root into the container's root: %s", strerror(-rc));
+		goto out;
 	}
-	snprintf(devpath, sizeof(devpath), CLI_CONTAINER_DEVDIR "/%s", vi->name);
-	rc = mkdir_p_one(devpath, 0755);
-	if (rc) {
-		cli_err("exec: mkdir %s: %s", devpath, strerror(-rc));
-		goto close_vfd;
+	rc = must_mount("none", "/", "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+			NULL);
+	if (rc)
+		goto out;
+	/* The working directory carries over where an exposed path shows it
+	 * (not where it is only an empty directory leading to one). */
+	{
+		bool shown = false;
+
+		for (size_t i = 0; i < nex && !shown; i++) {
+			size_t l = strlen(ex[i].path);
+
+			shown = !ex[i].link[0] && !strncmp(cwd, ex[i].path, l) &&
+				(cwd[l] == '/' || cwd[l] == '\0');
+		}
+		if (!shown || chdir(cwd) < 0)
+			rc = chdir("/") < 0 ? -errno : 0;
 	}
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", vfd);
-	rc = must_mount(fdpath, devpath, "none", MS_BIND, NULL);
-close_vfd:
-	close(vfd);
+out:
+	for (size_t i = 0; i < nex; i++)
+		if (ex[i].fd >= 0)
+			close(ex[i].fd);
+	for (size_t i = 0; i < NDEV; i++)
+		if (devfd[i] >= 0)
+			close(devfd[i]);
+	for (size_t i = 0; i < NVRFILES; i++)
+		if (regfd[i] >= 0)
+			close(regfd[i]);
+	free(ex);
 	return rc;
 }
 
@@ -146,6 +555,7 @@ static int init_main(struct init_args *a)
 	sigset_t set, old;
 	pid_t prog;
 	char go;
+	int rc;
 
 	/* Blocked from the start: PID 1 of a namespace drops signals it neither
 	 * handles nor blocks, and one the CLI forwards during setup must still
@@ -169,6 +579,11 @@ static int init_main(struct init_args *a)
 	close(a->sync_r);
 	if (net_setup_inside(spec->vrnic->ip, spec->vrnic->prefix))
 		return CLI_EXIT_SETUP;
+	/* Last: everything above needed privileges; init and PROGRAM keep none. */
+	if ((rc = sandbox_lockdown())) {
+		cli_err("exec: dropping privileges: %s", strerror(-rc));
+		return CLI_EXIT_SETUP;
+	}
 
 	prctl(PR_SET_NAME, "unirdma-init");
 	fflush(NULL);
@@ -181,28 +596,36 @@ static int init_main(struct init_args *a)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		proc_exec_or_die(spec->argv);
 	}
+	/* PROGRAM (same uid, no capabilities either) may not ptrace init. */
+	prctl(PR_SET_DUMPABLE, 0);
 	return init_loop(prog, &set);
 }
 
 static int write_pidfile(const char *path, pid_t pid)
 {
-	char tmp[4096];
-	FILE *f;
+	char tmp[PATH_MAX], buf[32];
+	int fd, len, err = 0;
 
-	/* Written whole and renamed, so a reader never sees half a number. */
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= (int)sizeof(tmp))
+	/* Written whole and renamed, so a reader never sees half a number. The
+	 * temporary name is mkstemp's (O_EXCL, unpredictable): a name anyone
+	 * can guess, in a directory others write, would let them plant a
+	 * symlink that we then write through. */
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	f = fopen(tmp, "we");
-	if (!f)
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	fprintf(f, "%d\n", (int)pid);
-	if (fclose(f) != 0 || rename(tmp, path) < 0) {
-		int err = -errno;
-
+	len = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
+	errno = 0;
+	if (fchmod(fd, 0644) < 0 || write(fd, buf, (size_t)len) != len)
+		err = errno ? -errno : -EIO;
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) < 0)
+		err = -errno;
+	if (err)
 		unlink(tmp);
-		return err;
-	}
-	return 0;
+	return err;
 }
 
 int container_run(const struct container_spec *spec)
@@ -212,7 +635,7 @@ int container_run(const struct container_spec *spec)
 	int p[2], rc;
 	pid_t pid;
 
-	net_ns_name(spec->state_dir, nsname, sizeof(nsname));
+	net_ns_name(spec->state_dir, spec->vrnic->tenant, nsname, sizeof(nsname));
 	rc = net_ensure_bridge(nsname);
 	if (rc) {
 		cli_err("exec: bridge network %s: %s", nsname, strerror(-rc));

@@ -2,8 +2,14 @@
  * bridge, but with the bridge in a network namespace of its own rather than
  * in the host's: the host namespace gets no interfaces and no addresses.
  *
- *   netns unirdma-<hash of state dir>:  br0 (up), one uxPID port per container
- *   each container's netns:              lo (up), eth0 = the vRNIC's ip/prefix
+ *   netns unirdma-<FNV-1a 32 of state dir>-<FNV-1a 64 of tenant>:
+ *                           br0 (up), one uxPID port per container of that tenant
+ *   each container's netns: lo (up), eth0 = the vRNIC's ip/prefix
+ *
+ * One bridge namespace per tenant: a tenant is a virtual network, and two
+ * tenants may use the same addresses. The tenant program has no
+ * CAP_NET_ADMIN or CAP_NET_RAW (sandbox.c), so it cannot change eth0's
+ * address or MAC, nor send raw frames.
  *
  * The veth pair is made with iproute2 in one call (it is what creating a
  * device in one namespace with its peer in another costs least code for);
@@ -13,12 +19,15 @@
 #define _GNU_SOURCE
 #endif
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -31,13 +40,35 @@
 #define NETNS_RUN_DIR "/run/netns"
 #define BRIDGE_NAME "br0"
 
-void net_ns_name(const char *state_dir, char *buf, size_t len)
+static uint32_t fnv1a(const char *s)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
+	uint32_t h = 2166136261u;
 
-	for (const unsigned char *p = (const unsigned char *)state_dir; *p; p++)
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
 		h = (h ^ *p) * 16777619u;
-	snprintf(buf, len, "unirdma-%08x", h);
+	return h;
+}
+
+/* 64 bits for tenants: two tenants whose names collide would share a bridge. */
+static uint64_t fnv1a64(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return h;
+}
+
+/* A tenant is a virtual network: each gets a bridge namespace of its own, so
+ * containers of different tenants share no L2 segment and may hold the same
+ * address. */
+void net_ns_name(const char *state_dir, const char *tenant, char *buf, size_t len)
+{
+	if (tenant)
+		snprintf(buf, len, "unirdma-%08x-%016llx", fnv1a(state_dir),
+			 (unsigned long long)fnv1a64(tenant));
+	else
+		snprintf(buf, len, "unirdma-%08x", fnv1a(state_dir));
 }
 
 static const char *ip_path(void)
@@ -174,19 +205,65 @@ int net_attach(const char *nsname, pid_t pid)
 	}
 }
 
-int net_remove_bridge(const char *nsname)
+/* Whether name is prefix itself (the one namespace of versions before
+ * tenant networks) or prefix-<16 hex digits>. */
+static bool ns_of(const char *name, const char *prefix)
 {
-	char ns[64];
-	int lock, rc = 0;
+	size_t pl = strlen(prefix);
 
-	snprintf(ns, sizeof(ns), "%s", nsname);
+	if (strncmp(name, prefix, pl))
+		return false;
+	if (!name[pl])
+		return true;
+	if (name[pl] != '-' || strlen(name + pl + 1) != 16)
+		return false;
+	return strspn(name + pl + 1, "0123456789abcdef") == 16;
+}
+
+int net_remove_bridges(const char *state_dir)
+{
+	char prefix[64], (*names)[NAME_MAX + 1] = NULL;
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+	int lock, rc = 0, removed = 0;
+
+	net_ns_name(state_dir, NULL, prefix, sizeof(prefix));
 	lock = net_lock();
 	if (lock < 0)
 		return lock;
-	if (ns_exists(ns))
-		rc = IP(0, "netns", "del", ns) == 0 ? 1 : -EIO;
+	d = opendir(NETNS_RUN_DIR);
+	if (!d) {
+		rc = errno == ENOENT ? 0 : -errno;
+		goto unlock;
+	}
+	/* Names first, removal after: no deleting under a running readdir. */
+	while ((de = readdir(d))) {
+		void *more;
+
+		if (!ns_of(de->d_name, prefix))
+			continue;
+		more = realloc(names, (n + 1) * sizeof(*names));
+		if (!more) {
+			rc = -ENOMEM;
+			break;
+		}
+		names = more;
+		snprintf(names[n++], sizeof(names[0]), "%s", de->d_name);
+	}
+	closedir(d);
+	for (size_t i = 0; i < n; i++) {
+		if (IP(0, "netns", "del", names[i]) != 0) {
+			rc = -EIO;
+			continue;
+		}
+		printf("removed network namespace %s\n", names[i]);
+		removed++;
+	}
+	free(names);
+unlock:
 	net_unlock(lock);
-	return rc;
+	return rc ? rc : removed;
 }
 
 static int if_up(int sock, const char *ifname)

@@ -50,9 +50,11 @@ run "$UNIRDMA" vrnic list
 step "what a container sees (unirdma exec VRNIC -- PROGRAM)"
 echo "Each 'unirdma exec' starts a fresh container: new mount, network, PID, IPC and UTS"
 echo "namespaces. Its eth0 is one end of a veth pair whose other end is a port of a"
-echo "bridge in a network namespace of its own, so the containers reach each other over"
-echo "TCP (which the programs use to exchange QP numbers), while the RDMA traffic goes"
-echo "through the vRNICs. The host's namespaces, for comparison:"
+echo "bridge in a network namespace of its own, one per tenant, so the containers of a"
+echo "tenant reach each other over TCP (which the programs use to exchange QP numbers),"
+echo "while the RDMA traffic goes through the vRNICs. Inside, the program has a root"
+echo "file system of its own (the host's /usr, /etc, ... read-only) and no capabilities."
+echo "The host's namespaces, for comparison:"
 echo "  host: net $(readlink /proc/self/ns/net)  pid $(readlink /proc/self/ns/pid)  mnt $(readlink /proc/self/ns/mnt)"
 # shellcheck disable=SC2016 # expanded inside the container
 view='echo "  hostname $(hostname), PID $$ (PID 1 is $(cat /proc/1/comm))"
@@ -69,7 +71,7 @@ for vr in "$VR_A" "$VR_B"; do
 done
 echo
 echo "(a namespace's number can come back once the container that had it is gone)"
-echo "the containers' bridge: br0 in the network namespace $(bridge_ns) (ip netns list)"
+echo "the containers' bridge: br0 in the network namespace $(bridge_ns "$STATE" "$TENANT") (ip netns list)"
 
 step "ibv_rc_pingpong: RC send/receive ping-pong between the two containers"
 run_pair "ibv_rc_pingpong -g 0" "ibv_rc_pingpong -g 0 $IP_A" || fail "ibv_rc_pingpong"

@@ -25,6 +25,9 @@ BINDIR=${UNIRDMA_BINDIR:-$BUILD/bin}
 UNIRDMA=$BINDIR/unirdma
 UNIRDMAD=$BINDIR/unirdmad
 export UNIRDMA_LIBDIR=${UNIRDMA_LIBDIR:-$BUILD/lib}
+# what `unirdma exec` containers show of the host besides /usr, /etc, ...:
+# the source and build trees read-only, the case's scratch dir writable
+export UNIRDMA_EXEC_RO=${UNIRDMA_EXEC_RO:-$TOP:$BUILD}
 CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-90} # seconds a client may run
 SERVER_TIMEOUT=${SERVER_TIMEOUT:-30} # seconds a server may take to finish after its client
 CASE_SETUP=${CASE_SETUP:-setup_two_vrnics}
@@ -121,6 +124,7 @@ start_daemon() {
 	STATE=$WORK/state
 	mkdir -p "$STATE"
 	export UNIRDMA_STATE_DIR=$STATE
+	export UNIRDMA_EXEC_RW=$WORK
 	trap cleanup EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
@@ -141,16 +145,26 @@ start_daemon() {
 }
 
 # A zombie (killed, not yet reaped by this shell) is not alive.
-# bridge_ns [STATE_DIR]: the name of the bridge namespace `unirdma exec` uses for
-# a state dir: unirdma-<FNV-1a 32 of its real path> (as cli/net.c computes it).
-bridge_ns() {
-	local path h=2166136261 i c
-	path=$(realpath "${1:-$STATE}") || return 1
-	for ((i = 0; i < ${#path}; i++)); do
-		printf -v c '%d' "'${path:i:1}"
-		h=$(((h ^ (c & 255)) * 16777619 & 0xffffffff))
+# bridge_ns [STATE_DIR [TENANT]]: the name of the bridge namespace `unirdma exec`
+# uses for a tenant (default t1) of a state dir: unirdma-<FNV-1a 32 of its real
+# path>-<FNV-1a 64 of the tenant> (as cli/net.c computes them).
+fnv1a() { # fnv1a 32|64 STRING (bash arithmetic wraps at 64 bits)
+	local s=$2 h i c
+	if [ "$1" = 32 ]; then h=2166136261; else h=0xcbf29ce484222325; fi
+	for ((i = 0; i < ${#s}; i++)); do
+		printf -v c '%d' "'${s:i:1}"
+		if [ "$1" = 32 ]; then
+			h=$(((h ^ (c & 255)) * 16777619 & 0xffffffff))
+		else
+			h=$(((h ^ (c & 255)) * 1099511628211))
+		fi
 	done
-	printf 'unirdma-%08x\n' "$h"
+	if [ "$1" = 32 ]; then printf '%08x' "$h"; else printf '%016x' "$h"; fi
+}
+bridge_ns() {
+	local path
+	path=$(realpath "${1:-$STATE}") || return 1
+	printf 'unirdma-%s-%s\n' "$(fnv1a 32 "$path")" "$(fnv1a 64 "${2:-t1}")"
 }
 
 daemon_alive() {
