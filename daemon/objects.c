@@ -430,7 +430,8 @@ struct urd_mr_prep {
 	int err;
 	uint32_t n;                     /* pieces */
 	uint64_t charge;                /* VM: page-rounded bytes, for the memory quota */
-	struct urd_mr_piece *p;         /* n pieces, malloc'd */
+	struct urd_mr_piece *p;         /* n pieces, malloc'd (or mmapped: mapped) */
+	uint32_t mapped;                /* pieces p was mmapped for; 0: malloc'd */
 };
 
 static bool seg_granular(uint64_t off, uint64_t len, uint32_t i, uint32_t n)
@@ -547,11 +548,13 @@ static int vm_segments(struct urd_vrnic *vr, const struct urd_reg_mr_req *r, uin
 		ret = -EINVAL;
 		goto out;
 	}
-	p->p = malloc((size_t)n * sizeof(*p->p));
+	/* mmapped until op_reg_mr keeps them: a refused list leaves nothing */
+	p->p = big_alloc((size_t)n * sizeof(*p->p));
 	if (!p->p) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	p->mapped = n;
 	/* pass 2: the pieces (the table is our copy: it did not change) */
 	total = 0;
 	end = NULL;
@@ -618,11 +621,21 @@ static int win_segments(struct urd_vrnic *vr, const struct urd_reg_mr_req *r, ui
 	return pieces_disjoint(p->p, p->n);
 }
 
+static void prep_pieces_free(struct urd_mr_prep *p)
+{
+	if (p->mapped)
+		munmap(p->p, (size_t)p->mapped * sizeof(*p->p));
+	else
+		free(p->p);
+	p->p = NULL;
+	p->mapped = 0;
+}
+
 void mr_prep_free(struct urd_mr_prep *p)
 {
 	if (!p)
 		return;
-	free(p->p);
+	prep_pieces_free(p);
 	free(p);
 }
 
@@ -697,11 +710,22 @@ static int op_reg_mr(struct handler_args *a, const void *req, uint32_t len, void
 	ret = handle_new(a->ctx, &mr->obj, OBJ_MR);
 	if (ret)
 		goto err_mr;
-	/* the pieces move into the MR: shrink to what coalescing left */
-	mr->segs = realloc(p->p, (size_t)p->n * sizeof(*p->p));
-	if (!mr->segs)
-		mr->segs = p->p;
-	p->p = NULL;
+	/* the pieces move into the MR */
+	if (p->mapped) {
+		mr->segs = malloc((size_t)p->n * sizeof(*p->p));
+		if (!mr->segs) {
+			ret = -ENOMEM;
+			goto err_handle;
+		}
+		memcpy(mr->segs, p->p, (size_t)p->n * sizeof(*p->p));
+		prep_pieces_free(p);
+	} else {
+		/* shrink to what coalescing left */
+		mr->segs = realloc(p->p, (size_t)p->n * sizeof(*p->p));
+		if (!mr->segs)
+			mr->segs = p->p;
+		p->p = NULL;
+	}
 	mr->nsegs = p->n;
 	for (uint32_t i = 0; i < mr->nsegs; i++)
 		if (mr->segs[i].mem)
@@ -726,15 +750,17 @@ static int op_reg_mr(struct handler_args *a, const void *req, uint32_t len, void
 	o->handle = mr->obj.handle;
 	o->lkey = mr->lkey;
 	o->rkey = mr->rkey;
-	free(local.p);
+	prep_pieces_free(&local);
 	return 0;
 
+err_handle:
+	handle_free(&mr->obj);
 err_mr:
 	free(mr);
 err_meta:
 	vr->meta_bytes -= meta;
 err_prep:
-	free(local.p);
+	prep_pieces_free(&local);
 	return ret;
 }
 
