@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,42 @@ static void heartbeat_tick(struct urd_vrnic *vr, uint64_t *next_hb)
 	*next_hb = now + LIVENESS_NS;
 }
 
+/* Fairness between tenants: a vRNIC's control thread holds the big lock for
+ * at most 1/CTRL_SHARE_DIV of the time, in bursts of CTRL_BURST_NS; past that
+ * it sleeps.  A pthread mutex is not fair (a thread that unlocks and locks
+ * again at once keeps it while the woken waiter is still being scheduled),
+ * so without this a tenant that queues slow requests in all its slots keeps
+ * other vRNICs, the engine and the operator waiting. */
+#define CTRL_BURST_NS   (5ull * 1000 * 1000)
+#define CTRL_SHARE_DIV  4
+#define CTRL_YIELD_NS   (50ull * 1000)
+
+struct lock_budget {
+	int64_t credit;                 /* ns of lock time we may still take */
+	uint64_t last, locked_at;
+};
+
+static void budget_spend(struct lock_budget *b)
+{
+	uint64_t now = urd_now_ns();
+
+	b->credit += (int64_t)((now - b->last) / CTRL_SHARE_DIV);
+	if (b->credit > (int64_t)CTRL_BURST_NS)
+		b->credit = (int64_t)CTRL_BURST_NS;
+	b->credit -= (int64_t)(now - b->locked_at);
+	b->last = now;
+	if (b->credit < 0) {
+		uint64_t ns = (uint64_t)-b->credit * CTRL_SHARE_DIV;
+		struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+
+		nanosleep(&ts, NULL);
+		b->credit = 0;
+		b->last = urd_now_ns();
+	} else if (now - b->locked_at > CTRL_YIELD_NS) {
+		sched_yield();          /* after a long hold: let a woken waiter in */
+	}
+}
+
 /* Take the big lock, ticking the heartbeat while it is held elsewhere. */
 static void big_lock(struct urd_vrnic *vr, uint64_t *next_hb)
 {
@@ -181,14 +218,17 @@ static void liveness_check(struct urd_vrnic *vr, uint64_t *next_hb)
 			if ((live >> i & 1) && !slot_locked(vr, i))
 				dead |= 1ull << i;
 	}
-	if (!dead)
-		return;
-	big_lock(vr, next_hb);
 	for (uint32_t i = 0; i < URD_MAX_CTX; i++) {
-		struct urd_ctx *ctx = vr->ctx[i];
+		struct urd_ctx *ctx;
 
-		if (!(dead >> i & 1) || vr->stop)
+		if (!(dead >> i & 1))
 			continue;
+		big_lock(vr, next_hb);          /* one hold per context released */
+		ctx = vr->ctx[i];
+		if (vr->stop) {
+			pthread_mutex_unlock(&vr->d->lock);
+			return;
+		}
 		if (vr->vm) {
 			vm_liveness_reap(vr, i);
 		} else if (ctx) {
@@ -198,10 +238,10 @@ static void liveness_check(struct urd_vrnic *vr, uint64_t *next_hb)
 				 vr->name, ctx->id, i);
 			ctx_destroy(ctx);
 		}
+		if (vr->d->active_head)
+			engine_kick(vr->d);
+		pthread_mutex_unlock(&vr->d->lock);
 	}
-	if (vr->d->active_head)
-		engine_kick(vr->d);
-	pthread_mutex_unlock(&vr->d->lock);
 }
 
 /* Fault injection for tests: UNIRDMA_FAULT_CTRL_DELAY=OP:MS delays every
@@ -241,7 +281,8 @@ static bool publish(struct urd_slot_hdr *s, uint32_t seq)
 
 /* One request: copied and (REG_MR of a VM) prepared without the big lock,
  * run and answered under it.  -1 when the vRNIC is stopping. */
-static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_t *next_hb)
+static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_t *next_hb,
+		      struct lock_budget *budget)
 {
 	static __thread uint8_t req[URD_MSG_MAX], resp[URD_MSG_MAX];
 	struct urd_slot_hdr *s = slot_shm(vr, slot);
@@ -266,6 +307,7 @@ static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_
 	rh->op = op;
 
 	big_lock(vr, next_hb);
+	budget->locked_at = urd_now_ns();
 	if (vr->stop) {
 		pthread_mutex_unlock(&vr->d->lock);
 		mr_prep_free(prep);
@@ -291,6 +333,7 @@ static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_
 	mr_prep_free(prep);
 	if (!vr->vm)
 		urd_futex_wake_all(&s->resp_seq);
+	budget_spend(budget);
 	return 0;
 }
 
@@ -302,6 +345,7 @@ void *ctrl_thread_main(void *arg)
 	struct urd_vrnic *vr = arg;
 	struct urd_daemon *d = vr->d;
 	uint64_t next_live = urd_now_ns() + LIVENESS_NS, next_hb = 0;
+	struct lock_budget budget = { (int64_t)CTRL_BURST_NS, urd_now_ns(), 0 };
 	uint32_t idle = 0;
 	char tname[16];
 
@@ -312,14 +356,14 @@ void *ctrl_thread_main(void *arg)
 	for (;;) {
 		uint32_t bell = urd_load_acquire(&vr->hdr->ctrl_bell);
 		uint64_t live;
-		bool served = false, stop;
+		bool served = false, stop, reaping;
 
 		for (uint32_t i = 0; i < URD_MAX_CTX; i++) {
 			uint32_t seq = urd_load_acquire(&slot_shm(vr, i)->req_seq);
 
 			if (seq == __atomic_load_n(&vr->last_seq[i], __ATOMIC_RELAXED))
 				continue;
-			if (serve_slot(vr, i, seq, &next_hb))
+			if (serve_slot(vr, i, seq, &next_hb, &budget))
 				return NULL;
 			served = true;
 		}
@@ -329,17 +373,21 @@ void *ctrl_thread_main(void *arg)
 			next_live = urd_now_ns() + LIVENESS_NS;
 		}
 		big_lock(vr, &next_hb);
+		budget.locked_at = urd_now_ns();
 		stop = vr->stop;
 		live = __atomic_load_n(&vr->ctx_mask, __ATOMIC_RELAXED);
 		for (uint32_t i = 0; !stop && i < URD_MAX_CTX; i++)
 			if ((live >> i & 1) && vr->ctx[i])
 				ctx_async_flush(vr->ctx[i]);
+		/* a dead context's allocations, a batch per pass */
+		reaping = !stop && mem_reap(vr, 256);
 		if (d->active_head)
 			engine_kick(d);
 		pthread_mutex_unlock(&d->lock);
 		if (stop)
 			break;
-		if (served) {
+		budget_spend(&budget);
+		if (served || reaping) {
 			idle = 0;
 			continue;
 		}

@@ -180,7 +180,9 @@ static uint32_t qpn_alloc(struct urd_daemon *d)
 	for (;;) {
 		uint32_t q;
 
-		if (getrandom(&q, sizeof(q), 0) != sizeof(q))
+		if (d->qpn_sequential)
+			q = d->next_qpn++;
+		else if (getrandom(&q, sizeof(q), 0) != sizeof(q))
 			q = (uint32_t)rand() ^ (d->next_qpn++ * 2654435761u);
 		q &= 0xffffff;
 		if (q > 1 && !qpn_lookup(d, q))
@@ -316,7 +318,7 @@ static struct urd_mem *mem_at(struct urd_vrnic *vr, uint64_t off)
 	return n ? *(struct urd_mem **)n : NULL;
 }
 
-static void mem_unlink_free(struct urd_vrnic *vr, struct urd_mem *m)
+static void mem_unlink(struct urd_vrnic *vr, struct urd_mem *m)
 {
 	if (m->prev)
 		m->prev->next = m->next;
@@ -324,11 +326,65 @@ static void mem_unlink_free(struct urd_vrnic *vr, struct urd_mem *m)
 		vr->mems = m->next;
 	if (m->next)
 		m->next->prev = m->prev;
+	m->prev = m->next = NULL;
+}
+
+static void mem_drop(struct urd_vrnic *vr, struct urd_mem *m)
+{
 	tdelete(m, &vr->mem_tree, mem_cmp);
 	vr->nmem--;
 	vr->meta_bytes -= MEM_META;
-	mem_release(vr, m);
+	alloc_put(&vr->memwin, m->off, m->len);
 	free(m);
+}
+
+static void mem_unlink_free(struct urd_vrnic *vr, struct urd_mem *m)
+{
+	mem_unlink(vr, m);
+	mem_release(vr, m);
+	tdelete(m, &vr->mem_tree, mem_cmp);
+	vr->nmem--;
+	vr->meta_bytes -= MEM_META;
+	free(m);
+}
+
+static int mem_off_cmp(const void *a, const void *b)
+{
+	const struct urd_mem *x = *(struct urd_mem *const *)a, *y = *(struct urd_mem *const *)b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+#define REAP_BATCH 1024u
+
+bool mem_reap(struct urd_vrnic *vr, uint32_t max)
+{
+	struct urd_mem *batch[REAP_BATCH];
+	uint32_t n = 0;
+
+	if (max > REAP_BATCH)
+		max = REAP_BATCH;
+	while (vr->reap && n < max) {
+		batch[n++] = vr->reap;
+		vr->reap = vr->reap->next;
+	}
+	if (!n)
+		return false;
+	/* one punch per run of adjacent pieces, then the pieces go back in
+	 * order (the free list is sorted: ascending puts walk it least) */
+	qsort(batch, n, sizeof(batch[0]), mem_off_cmp);
+	for (uint32_t i = 0, j; i < n; i = j) {
+		uint64_t end = batch[i]->off + batch[i]->len;
+
+		for (j = i + 1; j < n && batch[j]->off == end; j++)
+			end += batch[j]->len;
+		if (!vr->deleting)
+			fallocate(vr->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				  (off_t)(URD_REGION_CTRL_SIZE + batch[i]->off), (off_t)(end - batch[i]->off));
+	}
+	for (uint32_t i = 0; i < n; i++)
+		mem_drop(vr, batch[i]);
+	return vr->reap != NULL;
 }
 
 static void mem_put(struct urd_vrnic *vr, struct urd_mem *m)
@@ -1394,10 +1450,18 @@ void ctx_destroy(struct urd_ctx *ctx)
 		if (m->ctx == ctx) {
 			m->ctx = NULL;
 			m->freed_by_tenant = true;
-			if (!m->refs)
-				mem_unlink_free(vr, m);
+			if (m->refs)
+				continue;
+			/* the control thread gives them back in batches
+			 * (mem_reap); no thread, or a vRNIC going away: now */
+			mem_unlink(vr, m);
+			m->next = vr->reap;
+			vr->reap = m;
 		}
 	}
+	if (vr->deleting || !urd_vrnic_threads)
+		while (mem_reap(vr, REAP_BATCH))
+			;
 	__atomic_store_n(&vr->last_seq[ctx->slot], ctx->last_req_seq, __ATOMIC_RELAXED);
 	vr->ctx[ctx->slot] = NULL;
 	__atomic_fetch_and(&vr->ctx_mask, ~(1ull << ctx->slot), __ATOMIC_RELEASE);

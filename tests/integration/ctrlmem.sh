@@ -7,9 +7,12 @@
 # tenant can, and measures a victim through our libibverbs:
 #   reg_mr_storm    (4) a tenant makes as many one-page allocations as it may,
 #                   then 4 contexts REG_MR 1917 segments over the oldest of them
-#                   in a loop; meanwhile another tenant's worst control verb
+#                   in a loop for 4 s, then exits (its 131k allocations are
+#                   released); meanwhile another tenant's worst control verb
 #                   stays under 100 ms, `unirdma vrnic list` answers within
-#                   500 ms, and the allocations stop at the cap (2*max_mrs+64)
+#                   500 ms (both plus the baseline measured without the attack
+#                   when the host is loaded beyond half of that), and the
+#                   allocations stop at the cap (2*max_mrs+64)
 #   vm_heap         (6) 48 REG_MRs of a VM vRNIC with 2^20-entry INDIRECT tables
 #                   aliasing one page are refused and leave the daemon's RSS
 #                   within the metadata cap; 48 more of every other guest page
@@ -71,12 +74,41 @@ wait_ready() {
 	return 1
 }
 
+# measure_victim SECS OUT: the victim's control verbs for SECS (output in OUT)
+# while `unirdma vrnic list` runs every 0.2 s; sets LIST_WORST (ms).
+measure_victim() {
+	local vpid t0 t1 ms
+	LIST_WORST=0
+	UNIRDMA_DEVDIR=$VICTIM_DEVS with_lib "$BUILD/tools/ctrlmem" victim -t "$1" >"$2" 2>&1 &
+	vpid=$!
+	SERVER_PIDS+=("$vpid")
+	while kill -0 "$vpid" 2>/dev/null; do
+		t0=$(date +%s%N)
+		timeout 30 "$UNIRDMA" vrnic list >/dev/null || LIST_WORST=30000
+		t1=$(date +%s%N)
+		ms=$(((t1 - t0) / 1000000))
+		[ "$ms" -gt "$LIST_WORST" ] && LIST_WORST=$ms
+		sleep 0.2
+	done
+	wait "$vpid"
+}
+
+# The limits: 100 ms for the victim's worst control verb, 500 ms for the
+# operator's command -- plus what the same measurement gives without any
+# attack, when the host is so loaded that its baseline exceeds half of that
+# (the test machines are shared; the old code took seconds, see below).
+limit() { local base=$1 lim=$2; [ "$base" -gt $((lim / 2)) ] && echo $((base + lim)) || echo "$lim"; }
+
 case_reg_mr_storm() {
-	local out=$WORK/storm.out vout=$WORK/victim.out apid vpid worst_list=0 t0 t1 ms n cap
+	local out=$WORK/storm.out vout=$WORK/victim.out apid n cap bv bl av al
 	vr vatt tatt
 	vr vvic tvic
+	VICTIM_DEVS=$(devdir vvic)
+	measure_victim 3 "$WORK/baseline.out"
+	bv=$(field "$WORK/baseline.out" victim_worst_ms) bl=$LIST_WORST
+	say "baseline without attack: victim's worst control verb $bv ms, vrnic list $bl ms"
 	cap=$(($(vr_json vatt | jq .limits.max_mrs) * 2 + 64))
-	"$BUILD/tools/ctrlmem" allocs "$(vr_dir vatt)/region" -n 300000 -T 4 -t 10 >"$out" 2>&1 &
+	"$BUILD/tools/ctrlmem" allocs "$(vr_dir vatt)/region" -n 300000 -T 4 -t 4 >"$out" 2>&1 &
 	apid=$!
 	SERVER_PIDS+=("$apid")
 	for ((n = 0; n < 1800; n++)); do
@@ -86,30 +118,19 @@ case_reg_mr_storm() {
 	done
 	sed 's/^/  | /' "$out"
 	sleep 0.5       # the REG_MR storm is under way
-	UNIRDMA_DEVDIR=$(devdir vvic) with_lib "$BUILD/tools/ctrlmem" victim -t 7 >"$vout" 2>&1 &
-	vpid=$!
-	SERVER_PIDS+=("$vpid")
-	while kill -0 "$vpid" 2>/dev/null; do
-		t0=$(date +%s%N)
-		timeout 30 "$UNIRDMA" vrnic list >/dev/null || worst_list=30000
-		t1=$(date +%s%N)
-		ms=$(((t1 - t0) / 1000000))
-		[ "$ms" -gt "$worst_list" ] && worst_list=$ms
-		sleep 0.2
-	done
-	wait "$vpid"
+	measure_victim 7 "$vout"
+	al=$LIST_WORST av=$(field "$vout" victim_worst_ms)
 	wait "$apid"
 	sed 's/^/  | /' "$out" | tail -n 1
 	sed 's/^/  | /' "$vout"
-	say "worst \`unirdma vrnic list\` during the storm: $worst_list ms"
+	say "worst \`unirdma vrnic list\` during the storm: $al ms"
 	n=$(awk '/^allocations:/ { print $2 }' "$out")
 	check "the attacker made allocations ($n)" test "${n:-0}" -gt 1917
 	check "allocations stop at the cap of $cap (2*max_mrs+64): $n" test "${n:-0}" -le "$cap"
 	check "the attacker's REG_MRs were served" grep -qE 'reg_mr: [1-9][0-9]* requests' "$out"
 	check "the victim's control verbs all succeeded" grep -q ' 0 failures' "$vout"
-	check "the victim's worst control verb < 100 ms ($(field "$vout" victim_worst_ms) ms)" \
-		test "$(field "$vout" victim_worst_ms)" -lt 100
-	check "unirdma vrnic list answered within 500 ms ($worst_list ms)" test "$worst_list" -lt 500
+	check "the victim's worst control verb $av ms < $(limit "$bv" 100) ms" test "$av" -lt "$(limit "$bv" 100)"
+	check "unirdma vrnic list: worst $al ms < $(limit "$bl" 500) ms" test "$al" -lt "$(limit "$bl" 500)"
 	check "the daemon is alive" daemon_alive
 	checks_result
 }

@@ -97,7 +97,7 @@ spray_victims() {
 	ln -sfn "$("$UNIRDMA" vrnic show vh | awk '/^dir:/ { print $2 }')" "$dev/vh"
 	victim_qpns >"$WORK/victim-qpns"
 	UNIRDMA_DEVDIR=$dev LD_LIBRARY_PATH="$UNIRDMA_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-		"$BUILD/tools/hostile" -t "$HOSTILE_TIME" --spray-only --isolated \
+		"$BUILD/tools/hostile" -t $((HOSTILE_TIME > 8 ? HOSTILE_TIME - 4 : 4)) --spray-only --isolated \
 		--spray-qpns "$WORK/victim-qpns" >"$WORK/spray.out" 2>&1 &
 	SPID=$!
 	SERVER_PIDS+=("$SPID")
