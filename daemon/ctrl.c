@@ -4,7 +4,11 @@
  * A tenant publishes a request by writing it into its slot's request area and
  * storing req_seq (release).  This thread notices a req_seq it has not
  * answered, copies the request out of the region before looking at it, runs
- * the handler under the big lock, writes the response and publishes resp_seq.
+ * the handler under the big lock, writes the response and publishes resp_seq
+ * -- unless the library gave up waiting and marked resp_seq ~seq: then what
+ * the request created is undone (ctrl_undo).  The big lock is taken once per
+ * request, never across slots, and within a budget per vRNIC; the
+ * heartbeat and the liveness tests do not need it.
  * The tenant can rewrite its request while we copy it: we only ever use our
  * copy.  A context is alive while its process holds the OFD lock on byte
  * <slot> of the region file; the kernel drops it when the process dies.

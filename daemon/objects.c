@@ -3,7 +3,10 @@
  *
  * Every handler gets the daemon's private copy of the request, already checked
  * for its minimum size, and runs under the big lock.  It returns 0 or -errno;
- * the errno is what the verbs call returns to the application.
+ * the errno is what the verbs call returns to the application.  A handler's
+ * work must not grow with what a tenant accumulated: allocations are found in
+ * a tree, a VM MR's segment list is prepared before the lock is taken, and a
+ * dead context's allocations go back in batches (mem_reap).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,10 @@
  *   one through the machine's RAM layout to the daemon's mapping of
  *   guest-ram and refuses anything that is not entirely guest RAM: that is
  *   the bounds check.  The MR's segment table then works for the engine as
- *   for any MR.  MEM_ALLOC and MEM_FREE are refused.
+ *   for any MR.  MEM_ALLOC and MEM_FREE are refused.  The segments must be
+ *   page-granular and not share a page; contiguous ones are merged; the
+ *   pages count against max_mem_bytes (objects.c vm_segments, which runs
+ *   without the big lock).
  * - Liveness: a guest process claims a slot by a compare-and-swap of the
  *   slot's vm_owner word and keeps its heartbeat word ticking (its event
  *   thread, every millisecond).  A slot whose owner or heartbeat did not
