@@ -250,18 +250,33 @@ static void liveness_check(struct urd_vrnic *vr, uint64_t *next_hb)
 
 /* Fault injection for tests: UNIRDMA_FAULT_CTRL_DELAY=OP:MS delays every
  * request with that op by MS milliseconds before it runs (not under the big
- * lock), e.g. past the library's timeout. */
-static uint32_t fault_op = UINT32_MAX, fault_ms;
+ * lock), e.g. past the library's timeout; UNIRDMA_FAULT_LOCK_HOLD=OP:MS
+ * sleeps MS milliseconds holding the big lock, as a long data transfer
+ * would. */
+static uint32_t fault_op = UINT32_MAX, fault_ms, hold_op = UINT32_MAX, hold_ms;
 
-static void fault_init(void)
+static void fault_parse(const char *name, uint32_t *op_out, uint32_t *ms_out)
 {
-	const char *e = getenv("UNIRDMA_FAULT_CTRL_DELAY");
+	const char *e = getenv(name);
 	unsigned int op, ms;
 
 	if (e && sscanf(e, "%u:%u", &op, &ms) == 2 && ms <= 600000) {
-		fault_op = op;
-		fault_ms = ms;
+		*op_out = op;
+		*ms_out = ms;
 	}
+}
+
+static void fault_init(void)
+{
+	fault_parse("UNIRDMA_FAULT_CTRL_DELAY", &fault_op, &fault_ms);
+	fault_parse("UNIRDMA_FAULT_LOCK_HOLD", &hold_op, &hold_ms);
+}
+
+static void sleep_ms(uint32_t ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
 }
 
 /* Publish the response unless the library abandoned the request: on timeout
@@ -300,11 +315,8 @@ static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_
 	memcpy(req, (uint8_t *)s + URD_SLOT_REQ_OFF, URD_MSG_MAX);
 	req_len = ((struct urd_msg_hdr *)req)->len;
 	op = ((struct urd_msg_hdr *)req)->op;
-	if (op == fault_op) {
-		struct timespec ts = { fault_ms / 1000, (long)(fault_ms % 1000) * 1000000L };
-
-		nanosleep(&ts, NULL);
-	}
+	if (op == fault_op)
+		sleep_ms(fault_ms);
 	mr_prepare(vr, req, req_len, &prep);
 	memset(resp, 0, sizeof(struct urd_msg_hdr) + 256);
 	rh->version = URD_ABI_VERSION;
@@ -312,6 +324,8 @@ static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_
 
 	big_lock(vr, next_hb);
 	budget->locked_at = urd_now_ns();
+	if (op == hold_op)
+		sleep_ms(hold_ms);
 	if (vr->stop) {
 		pthread_mutex_unlock(&vr->d->lock);
 		mr_prep_free(prep);

@@ -20,6 +20,10 @@
 #                   `vrnic show --json` mem_bytes equals the bytes registered
 #   container_alias (6) a container MR of 1917 segments over one page is refused;
 #                   16 adjacent one-page segments are accepted (coalesced)
+#   heartbeat       (4) while one vRNIC's request holds the daemon's lock for
+#                   2 s (UNIRDMA_FAULT_LOCK_HOLD, as a long data transfer
+#                   would), another vRNIC's daemon_heartbeat (VM guests call
+#                   the daemon dead after 5 s without it) never stalls 500 ms
 #   abandon         (11) ALLOC_PDs the tenant abandoned (resp_seq = ~seq, the
 #                   library's timeout mark) leave no PD behind
 #   lib_timeout     (11) the daemon delays ALLOC_PD past the library's timeout
@@ -190,6 +194,28 @@ case_container_alias() {
 	checks_result
 }
 
+case_heartbeat() {
+	local out=$WORK/hb.out hout=$WORK/hold.out hpid
+	kill "$DAEMON_PID" 2>/dev/null
+	wait "$DAEMON_PID" 2>/dev/null
+	export UNIRDMA_FAULT_LOCK_HOLD=3:2000     # ALLOC_PD holds the lock 2 s
+	start_daemon
+	unset UNIRDMA_FAULT_LOCK_HOLD
+	vr vho tho
+	vr vhb thb
+	"$BUILD/tools/ctrlmem" heartbeat "$(vr_dir vhb)/region" -t 3 >"$out" 2>&1 &
+	hpid=$!
+	SERVER_PIDS+=("$hpid")
+	sleep 0.3
+	"$BUILD/tools/ctrlmem" hold "$(vr_dir vho)/region" >"$hout" 2>&1
+	wait "$hpid"
+	sed 's/^/  | /' "$hout" "$out"
+	check "the lock was held about 2 s" grep -qE 'answered after (19|2[0-9])[0-9][0-9] ms' "$hout"
+	check "the other vRNIC's heartbeat never stalled 500 ms ($(field "$out" heartbeat_gap_ms) ms)" \
+		test "$(field "$out" heartbeat_gap_ms)" -lt 500
+	checks_result
+}
+
 case_abandon() {
 	local out=$WORK/abandon.out pid pds
 	vr vab tab
@@ -255,6 +281,7 @@ case_qpns() {
 add_case reg_mr_storm case_reg_mr_storm
 add_case vm_heap case_vm_heap
 add_case container_alias case_container_alias
+add_case heartbeat case_heartbeat
 add_case abandon case_abandon
 add_case lib_timeout case_lib_timeout
 add_case open_busy case_open_busy

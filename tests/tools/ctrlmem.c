@@ -34,6 +34,12 @@
  *        (library, first two devices) N QPs on each, created alternately;
  *        prints the QPNs and counts steps of less than 1024 between QPNs
  *        created one after the other.
+ *   hold REGION
+ *        one raw ALLOC_PD (the daemon holds its lock meanwhile when started
+ *        with UNIRDMA_FAULT_LOCK_HOLD=3:MS).
+ *   heartbeat REGION [-t SECS]
+ *        samples the region header's daemon_heartbeat every millisecond and
+ *        prints the longest time it did not move.
  * --hold FILE: after the attack print READY and wait (at most 120 s) until
  * FILE exists, keeping every context alive, so that the caller can look.
  * Exit code 0 unless a step the mode needs failed (the caller checks the
@@ -676,6 +682,49 @@ static int mode_qpns(int n)
 	return 0;
 }
 
+/* --------------------------------------------------------- heartbeat */
+
+static int mode_hold(const char *region)
+{
+	struct region rg;
+	struct raw r;
+	double t0;
+
+	region_open(&rg, region);
+	raw_open(&r, &rg);
+	t0 = now_s();
+	raw_pd(&r);
+	printf("hold: ALLOC_PD answered after %.0f ms\n", (now_s() - t0) * 1e3);
+	return 0;
+}
+
+static int mode_heartbeat(const char *region, double secs)
+{
+	struct region rg;
+	double until, last, gap = 0;
+	uint64_t v, seen;
+
+	region_open(&rg, region);
+	until = now_s() + secs;
+	seen = __atomic_load_n(&rg.hdr->daemon_heartbeat, __ATOMIC_ACQUIRE);
+	last = now_s();
+	while (now_s() < until) {
+		usleep(1000);
+		v = __atomic_load_n(&rg.hdr->daemon_heartbeat, __ATOMIC_ACQUIRE);
+		if (v != seen) {
+			if (now_s() - last > gap)
+				gap = now_s() - last;
+			seen = v;
+			last = now_s();
+		}
+	}
+	if (now_s() - last > gap)
+		gap = now_s() - last;
+	printf("heartbeat: longest stall %.0f ms in %.1f s\n", gap * 1e3, secs);
+	printf("heartbeat_gap_ms %.0f\n", gap * 1e3);
+	return 0;
+}
+
 /* --------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -720,9 +769,13 @@ int main(int argc, char **argv)
 		return mode_libabandon();
 	if (!strcmp(pos[0], "openbusy") && pos[1])
 		return mode_openbusy(pos[1]);
+	if (!strcmp(pos[0], "hold") && pos[1])
+		return mode_hold(pos[1]);
+	if (!strcmp(pos[0], "heartbeat") && pos[1])
+		return mode_heartbeat(pos[1], secs);
 	if (!strcmp(pos[0], "qpns"))
 		return mode_qpns(n < 0 ? 32 : (int)n);
 usage:
-	fprintf(stderr, "usage: ctrlmem allocs|victim|vmheap|alias|abandon|libabandon|openbusy|qpns ... (see the source)\n");
+	fprintf(stderr, "usage: ctrlmem allocs|victim|vmheap|alias|abandon|libabandon|openbusy|qpns|hold|heartbeat ... (see the source)\n");
 	return 2;
 }
