@@ -191,6 +191,14 @@ static void budget_spend(struct lock_budget *b)
 	}
 }
 
+/* The vRNIC is going away (big lock held): give back what waits for reaping
+ * now, or it would leak with the vRNIC. */
+static void stop_flush(struct urd_vrnic *vr)
+{
+	while (mem_reap(vr, 1024))
+		;
+}
+
 /* Take the big lock, ticking the heartbeat while it is held elsewhere. */
 static void big_lock(struct urd_vrnic *vr, uint64_t *next_hb)
 {
@@ -230,6 +238,7 @@ static void liveness_check(struct urd_vrnic *vr, uint64_t *next_hb)
 		big_lock(vr, next_hb);          /* one hold per context released */
 		ctx = vr->ctx[i];
 		if (vr->stop) {
+			stop_flush(vr);
 			pthread_mutex_unlock(&vr->d->lock);
 			return;
 		}
@@ -327,6 +336,7 @@ static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_
 	if (op == hold_op)
 		sleep_ms(hold_ms);
 	if (vr->stop) {
+		stop_flush(vr);
 		pthread_mutex_unlock(&vr->d->lock);
 		mr_prep_free(prep);
 		return -1;
@@ -397,8 +407,10 @@ void *ctrl_thread_main(void *arg)
 		for (uint32_t i = 0; !stop && i < URD_MAX_CTX; i++)
 			if ((live >> i & 1) && vr->ctx[i])
 				ctx_async_flush(vr->ctx[i]);
-		/* a dead context's allocations, a batch per pass */
+		/* a dead context's MRs and allocations, a batch per pass */
 		reaping = !stop && mem_reap(vr, 256);
+		if (stop)
+			stop_flush(vr);
 		if (d->active_head)
 			engine_kick(d);
 		pthread_mutex_unlock(&d->lock);

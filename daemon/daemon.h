@@ -212,6 +212,7 @@ struct urd_vrnic {
 	void *mem_tree;                 /* the same, by offset (tsearch): O(log n) lookups */
 	uint32_t nmem;                  /* allocations, capped (objects.c mem_alloc_cap) */
 	struct urd_mem *reap;           /* released by a dead context, not yet given back */
+	struct urd_mr *mr_reap;         /* a dead context's MRs whose pieces wait (lkey_next) */
 	uint64_t meta_bytes;            /* daemon heap for segment tables etc., capped */
 	uint64_t ctx_mask;              /* slots with a context (atomic: the control
 					 * thread reads it without the big lock) */
@@ -296,9 +297,9 @@ struct urd_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn);
 struct urd_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey);
 struct urd_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey);
 void qp_to_error(struct urd_qp *qp, bool async);
-/* Give back up to max allocations that ctx_destroy queued (a context may
- * die with 100k of them: that is not one lock hold).  Big lock held; true
- * while more wait. */
+/* Give back a batch of what ctx_destroy queued: MRs' pieces and allocations
+ * (a context may die with millions of them: that is not one lock hold).  Big
+ * lock held; true while more wait. */
 bool mem_reap(struct urd_vrnic *vr, uint32_t max);
 /* REG_MR of a VM vRNIC: the segment list (up to URD_MR_MAX_SEGS_INDIRECT
  * entries) is copied, translated, checked and coalesced by the control thread

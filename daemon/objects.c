@@ -360,7 +360,14 @@ static int mem_off_cmp(const void *a, const void *b)
 
 #define REAP_BATCH 1024u
 
-bool mem_reap(struct urd_vrnic *vr, uint32_t max)
+/* Reaping is deferred to the control thread while there is one and the
+ * vRNIC stays; otherwise (teardown, in-process harnesses) done at once. */
+static bool reap_later(const struct urd_vrnic *vr)
+{
+	return urd_vrnic_threads && !vr->deleting;
+}
+
+static bool mems_reap(struct urd_vrnic *vr, uint32_t max)
 {
 	struct urd_mem *batch[REAP_BATCH];
 	uint32_t n = 0;
@@ -394,8 +401,15 @@ static void mem_put(struct urd_vrnic *vr, struct urd_mem *m)
 {
 	if (!m)
 		return;         /* a VM MR's segment: guest RAM, no window piece */
-	if (--m->refs == 0 && m->freed_by_tenant)
+	if (--m->refs || !m->freed_by_tenant)
+		return;
+	if (!reap_later(vr)) {
 		mem_unlink_free(vr, m);
+		return;
+	}
+	mem_unlink(vr, m);      /* its punch joins the next batch */
+	m->next = vr->reap;
+	vr->reap = m;
 }
 
 static int op_mem_alloc(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
@@ -484,7 +498,9 @@ static struct urd_mem *mem_containing(struct urd_vrnic *vr, uint64_t off, uint64
  * page registered 4 KiB and made the daemon keep 1917 pieces).  Adjacent
  * segments are coalesced into one piece (container: inside one allocation;
  * VM: contiguous in guest RAM), so the daemon keeps one piece per
- * discontiguity, and every piece is charged to the vRNIC's metadata quota. */
+ * discontiguity, and every piece is charged to the vRNIC's metadata quota.
+ * One exception: a VM MR without write access may alias guest frames (the
+ * guest's zero page); its pieces are charged to the memory quota one by one. */
 struct urd_mr_prep {
 	int err;
 	uint32_t n;                     /* pieces */
@@ -635,7 +651,14 @@ static int vm_segments(struct urd_vrnic *vr, const struct urd_reg_mr_req *r, uin
 	}
 	for (uint32_t i = 0; i < p->n; i++)
 		p->charge += page_up(p->p[i].ptr + p->p[i].len) - page_down(p->p[i].ptr);
-	ret = pieces_disjoint(p->p, p->n);
+	/* A read-only MR may name one guest frame more than once: the guest
+	 * maps never-written anonymous pages to its zero page (so do real
+	 * RNICs: a read-only registration pins that page again and again).
+	 * Every piece is charged all the same. */
+	if (r->access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
+		ret = pieces_disjoint(p->p, p->n);
+	else
+		ret = 0;
 out:
 	vm_free_seg_table(table, table ? nsegs : 0);
 	return ret;
@@ -823,7 +846,18 @@ err_prep:
 	return ret;
 }
 
-static void mr_free(struct urd_mr *mr)
+static void mr_release(struct urd_vrnic *vr, struct urd_mr *mr)
+{
+	for (uint32_t i = 0; i < mr->nsegs; i++)
+		mem_put(vr, mr->segs[i].mem);
+	vr->memwin.used -= mr->charged;
+	vr->meta_bytes -= mr->meta;
+	free(mr->segs);
+	free(mr);
+}
+
+/* defer: a dying context's MR (ctx_destroy), whose pieces may be many */
+static void mr_free(struct urd_mr *mr, bool defer)
 {
 	struct urd_vrnic *vr = mr->obj.ctx->vr;
 
@@ -837,15 +871,32 @@ static void mr_free(struct urd_mr *mr)
 			*pp = mr->rkey_next;
 			break;
 		}
-	for (uint32_t i = 0; i < mr->nsegs; i++)
-		mem_put(vr, mr->segs[i].mem);
-	vr->memwin.used -= mr->charged;
-	vr->meta_bytes -= mr->meta;
 	mr->pd->obj.refs--;
 	vr->nmr--;
 	handle_free(&mr->obj);
-	free(mr->segs);
-	free(mr);
+	if (defer && mr->nsegs > 64) {
+		/* unreachable already (no key, no handle); its pieces go back
+		 * in batches, its quota with them */
+		mr->lkey_next = vr->mr_reap;
+		vr->mr_reap = mr;
+		return;
+	}
+	mr_release(vr, mr);
+}
+
+/* Up to 32k pieces of dead contexts' MRs, then up to max allocations. */
+bool mem_reap(struct urd_vrnic *vr, uint32_t max)
+{
+	uint32_t pieces = 0;
+
+	while (vr->mr_reap && pieces < 32768) {
+		struct urd_mr *mr = vr->mr_reap;
+
+		vr->mr_reap = mr->lkey_next;
+		pieces += mr->nsegs;
+		mr_release(vr, mr);
+	}
+	return mems_reap(vr, max) || vr->mr_reap;
 }
 
 static int op_dereg_mr(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
@@ -855,7 +906,7 @@ static int op_dereg_mr(struct handler_args *a, const void *req, uint32_t len URD
 
 	if (!mr)
 		return -EINVAL;
-	mr_free(mr);
+	mr_free(mr, false);
 	return 0;
 }
 
@@ -1442,7 +1493,7 @@ void ctx_destroy(struct urd_ctx *ctx)
 			}
 			case OBJ_SRQ: srq_free((struct urd_srq *)o); break;
 			case OBJ_CQ:  cq_free((struct urd_cq *)o); break;
-			case OBJ_MR:  mr_free((struct urd_mr *)o); break;
+			case OBJ_MR:  mr_free((struct urd_mr *)o, reap_later(vr)); break;
 			case OBJ_PD:  pd_free((struct urd_pd *)o); break;
 			default: break;
 			}
@@ -1462,8 +1513,8 @@ void ctx_destroy(struct urd_ctx *ctx)
 			vr->reap = m;
 		}
 	}
-	if (vr->deleting || !urd_vrnic_threads)
-		while (mem_reap(vr, REAP_BATCH))
+	if (!reap_later(vr))
+		while (mems_reap(vr, REAP_BATCH))
 			;
 	__atomic_store_n(&vr->last_seq[ctx->slot], ctx->last_req_seq, __ATOMIC_RELAXED);
 	vr->ctx[ctx->slot] = NULL;
