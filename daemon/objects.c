@@ -269,8 +269,10 @@ static void mem_release(struct urd_vrnic *vr, struct urd_mem *m)
 	alloc_put(&vr->memwin, m->off, m->len);
 }
 
-/* Daemon heap per allocation: the struct and its tsearch node. */
-#define MEM_META ((uint64_t)sizeof(struct urd_mem) + 4 * sizeof(void *))
+/* Daemon heap per allocation: the struct and its tsearch node, each with
+ * malloc's header. */
+#define MALLOC_OVERHEAD 16u
+#define MEM_META ((uint64_t)sizeof(struct urd_mem) + 4 * sizeof(void *) + 2 * MALLOC_OVERHEAD)
 
 /* Allocations per vRNIC: the library makes one per run of pages it moves,
  * and a run lives while an MR covers part of it; an MR can add at most one
@@ -532,11 +534,38 @@ struct span {
 	uintptr_t lo, hi;
 };
 
-static int span_cmp(const void *a, const void *b)
+/* Heapsort by lo, in place: glibc's qsort mallocs a buffer as big as the
+ * array (16 MiB for a VM's largest list), which would stay in the heap. */
+static void span_sift(struct span *s, size_t i, size_t n)
 {
-	const struct span *x = a, *y = b;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		struct span t;
 
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
+		if (c >= n)
+			return;
+		if (c + 1 < n && s[c + 1].lo > s[c].lo)
+			c++;
+		if (s[i].lo >= s[c].lo)
+			return;
+		t = s[i];
+		s[i] = s[c];
+		s[c] = t;
+		i = c;
+	}
+}
+
+static void span_sort(struct span *s, size_t n)
+{
+	for (size_t i = n / 2; i-- > 0;)
+		span_sift(s, i, n);
+	for (size_t end = n; end-- > 1;) {
+		struct span t = s[0];
+
+		s[0] = s[end];
+		s[end] = t;
+		span_sift(s, 0, end);
+	}
 }
 
 /* Transient tables (up to 16 MiB) come from mmap, so that they go back to
@@ -564,7 +593,7 @@ static int pieces_disjoint(const struct urd_mr_piece *p, uint32_t n)
 		s[i].lo = page_down(p[i].ptr);
 		s[i].hi = page_up(p[i].ptr + p[i].len);
 	}
-	qsort(s, n, sizeof(*s), span_cmp);
+	span_sort(s, n);
 	for (uint32_t i = 1; i < n && !ret; i++)
 		if (s[i].lo < s[i - 1].hi)
 			ret = -EINVAL;
@@ -779,7 +808,7 @@ static int op_reg_mr(struct handler_args *a, const void *req, uint32_t len, void
 		ret = -ENOMEM;
 		goto err_prep;
 	}
-	meta = sizeof(*mr) + (uint64_t)p->n * sizeof(*p->p);
+	meta = sizeof(*mr) + (uint64_t)p->n * sizeof(*p->p) + 2 * MALLOC_OVERHEAD;
 	if (!meta_charge(vr, meta)) {
 		ret = -ENOMEM;
 		goto err_prep;

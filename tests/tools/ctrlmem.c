@@ -7,10 +7,11 @@
  * plays the guest: it claims slots by compare-and-swap and keeps their
  * heartbeats ticking); the probes use our libibverbs as any program does.
  *
- *   allocs REGION [-n MAX] [-s SEGS] [-T THREADS] [-t SECS]
+ *   allocs REGION [-n MAX] [-s SEGS] [-T THREADS] [-t SECS] [-k]
  *        MEM_ALLOC one page at a time until refused (or MAX), then THREADS
  *        contexts REG_MR SEGS one-page segments over the oldest allocations
- *        (the far end of a list) and DEREG_MR, in a loop, for SECS.
+ *        (the far end of a list) and DEREG_MR, in a loop, for SECS; -k keeps
+ *        the MRs (until the daemon refuses more) and dies with them.
  *   victim [-t SECS]
  *        (library, first device) alloc_pd, reg_mr, dereg_mr, dealloc_pd in a
  *        loop; prints the worst latency of any of them.
@@ -282,6 +283,7 @@ static struct {
 	double until;
 	uint64_t reqs, ok, timeouts;
 	double worst;
+	bool keep;
 } A;
 
 static void *alloc_thread(void *arg)
@@ -316,7 +318,8 @@ static void *alloc_thread(void *arg)
 			__atomic_fetch_add(&A.timeouts, 1, __ATOMIC_RELAXED);
 		if (s == 0) {
 			__atomic_fetch_add(&A.ok, 1, __ATOMIC_RELAXED);
-			raw_dereg(&r, resp.handle);
+			if (!A.keep)
+				raw_dereg(&r, resp.handle);
 		}
 		pthread_mutex_lock(&beat_lock);
 		if (dt > A.worst)
@@ -747,6 +750,8 @@ int main(int argc, char **argv)
 			threads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-t") && i + 1 < argc)
 			secs = atof(argv[++i]);
+		else if (!strcmp(argv[i], "-k"))
+			A.keep = true;
 		else if (!strcmp(argv[i], "--hold") && i + 1 < argc)
 			hold_file = argv[++i];
 		else if (npos < 4)
