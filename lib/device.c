@@ -445,6 +445,8 @@ static int open_ctx(struct urd_device *dev, struct urd_context **out)
 				    .l_start = ctx->slot_idx, .l_len = 1 };
 		struct timespec ts = { 0, 150 * 1000 * 1000 };
 
+		urd_dbg("%s: slot %u still holds a dead context; trying again",
+			dev->region_path, ctx->slot_idx);
 		fcntl(ctx->lock_fd, F_OFD_SETLK, &fl);
 		nanosleep(&ts, NULL);
 		ret = claim_slot(ctx->lock_fd, h.nslots, &ctx->slot_idx);

@@ -34,6 +34,9 @@
 #                   fails and the PD the daemon made later is gone
 #   open_busy       (11) OPEN_CTX written into a live context's mailbox is
 #                   refused, and that context keeps its PD
+#   reopen_after_kill (11) a program that opens the device the moment its
+#                   predecessor died, in the slot whose dead context the daemon
+#                   has not released yet, gets EBUSY, lets go, and succeeds
 #   qpns            (11) QPNs of two tenants' vRNICs, created alternately, show
 #                   no sequential relation, are unique, 24-bit, not 0 or 1
 . "$(dirname "$0")/lib.sh"
@@ -300,6 +303,22 @@ case_open_busy() {
 	checks_done
 }
 
+case_reopen_after_kill() {
+	local out=$WORK/reopen.out n
+	vr vro tro
+	UNIRDMA_DEBUG=1 UNIRDMA_DEVDIR=$(devdir vro) with_lib "$BUILD/tools/ctrlmem" reopen "$(vr_dir vro)/region" \
+		>"$out" 2>&1
+	sed 's/^/  | /' "$out"
+	check "the device opens in a slot that still holds a dead context" test "$(field "$out" reopen_ok)" = 1
+	check "... after the library let go and tried again (EBUSY)" grep -q 'still holds a dead context' "$out"
+	for ((n = 0; n < 30; n++)); do
+		[ "$(vr_json vro | jq .contexts)" = 0 ] && break
+		sleep 0.1
+	done
+	check "every context released after the programs exit" test "$(vr_json vro | jq .contexts)" = 0
+	checks_done
+}
+
 case_qpns() {
 	local out=$WORK/qpns.out
 	vr qa ta
@@ -320,5 +339,6 @@ add_case heartbeat case_heartbeat
 add_case abandon case_abandon
 add_case lib_timeout case_lib_timeout
 add_case open_busy case_open_busy
+add_case reopen_after_kill case_reopen_after_kill
 add_case qpns case_qpns
 run_cases "$@"

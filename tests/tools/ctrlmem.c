@@ -35,6 +35,9 @@
  *        (library, first two devices) N QPs on each, created alternately;
  *        prints the QPNs and counts steps of less than 1024 between QPNs
  *        created one after the other.
+ *   reopen REGION
+ *        a raw context lets go of its slot's lock, and the library opens the
+ *        device at once (it lands on the same slot before the daemon noticed).
  *   hold REGION
  *        one raw ALLOC_PD (the daemon holds its lock meanwhile when started
  *        with UNIRDMA_FAULT_LOCK_HOLD=3:MS).
@@ -644,6 +647,32 @@ static int mode_openbusy(const char *region)
 	return 0;
 }
 
+/* ------------------------------------------------------------- reopen */
+
+/* A raw context dies (its lock goes) and the library opens the device at
+ * once, in the same slot, before the daemon's liveness round saw it. */
+static int mode_reopen(const char *region)
+{
+	struct region rg;
+	struct raw r;
+	struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET, .l_len = 1 };
+	struct ibv_context *c;
+	struct ibv_pd *pd;
+	double t0;
+
+	region_open(&rg, region);
+	raw_open(&r, &rg);
+	fl.l_start = r.idx;
+	t0 = now_s();
+	fcntl(r.lock_fd, F_OFD_SETLK, &fl);
+	c = open_dev(0);
+	pd = ibv_alloc_pd(c);
+	printf("reopen: slot %u: device opened and PD %s after %.0f ms\n", r.idx, pd ? "allocated" : "FAILED",
+	       (now_s() - t0) * 1e3);
+	printf("reopen_ok %d\n", pd ? 1 : 0);
+	return 0;
+}
+
 /* --------------------------------------------------------------- qpns */
 
 static int mode_qpns(int n)
@@ -774,6 +803,8 @@ int main(int argc, char **argv)
 		return mode_libabandon();
 	if (!strcmp(pos[0], "openbusy") && pos[1])
 		return mode_openbusy(pos[1]);
+	if (!strcmp(pos[0], "reopen") && pos[1])
+		return mode_reopen(pos[1]);
 	if (!strcmp(pos[0], "hold") && pos[1])
 		return mode_hold(pos[1]);
 	if (!strcmp(pos[0], "heartbeat") && pos[1])
@@ -781,6 +812,6 @@ int main(int argc, char **argv)
 	if (!strcmp(pos[0], "qpns"))
 		return mode_qpns(n < 0 ? 32 : (int)n);
 usage:
-	fprintf(stderr, "usage: ctrlmem allocs|victim|vmheap|alias|abandon|libabandon|openbusy|qpns|hold|heartbeat ... (see the source)\n");
+	fprintf(stderr, "usage: ctrlmem allocs|victim|vmheap|alias|abandon|libabandon|openbusy|qpns|reopen|hold|heartbeat ... (see the source)\n");
 	return 2;
 }
