@@ -96,6 +96,7 @@ struct urd_mem {
 	bool freed_by_tenant;
 	struct urd_ctx *ctx;
 	struct urd_mem *next;
+	struct urd_mem *prev;           /* vr->mems is doubly linked: O(1) unlink */
 };
 
 struct urd_mr_piece {
@@ -114,6 +115,8 @@ struct urd_mr {
 	uint32_t nsegs;
 	struct urd_mr_piece *segs;
 	struct urd_mr *lkey_next, *rkey_next;   /* hash chains in the vRNIC */
+	uint64_t charged;               /* VM MR: page-rounded bytes counted in memwin.used */
+	uint64_t meta;                  /* daemon heap bytes counted in vr->meta_bytes */
 };
 
 struct urd_ring {
@@ -210,6 +213,13 @@ struct urd_vrnic {
 	struct urd_alloc arena;
 	struct urd_alloc memwin;
 	struct urd_mem *mems;           /* allocations in the memory window */
+	void *mem_tree;                 /* the same, by offset (tsearch): O(log n) lookups */
+	uint32_t nmem;                  /* allocations, capped (objects.c mem_alloc_cap) */
+	struct urd_mem *reap;           /* released by a dead context, not yet given back */
+	struct urd_mr *mr_reap;         /* a dead context's MRs whose pieces wait (lkey_next) */
+	uint64_t meta_bytes;            /* daemon heap for segment tables etc., capped */
+	uint64_t ctx_mask;              /* slots with a context (atomic: the control
+					 * thread reads it without the big lock) */
 	struct urd_ctx *ctx[URD_MAX_CTX];
 	uint32_t last_seq[URD_MAX_CTX]; /* per slot, for slots without a context */
 	struct urd_qp *qp_slots[URD_MAX_QP_SLOTS];
@@ -239,6 +249,7 @@ struct urd_daemon {
 	struct urd_vrnic *vrnics[URD_MAX_VRNICS];
 	struct urd_qp *qpn_hash[URD_QPN_BUCKETS];
 	uint32_t next_qpn;
+	bool qpn_sequential;            /* fuzz harnesses only: next_qpn++, reproducible */
 	uint32_t next_srqn;
 	uint32_t epoch;
 	uint32_t next_ctx_id;
@@ -293,12 +304,32 @@ void ctx_async_flush(struct urd_ctx *ctx);
 void ctx_notify(struct urd_ctx *ctx);
 int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
 		  void *resp, uint32_t *resp_len);
+/* True when the context in slot has no living owner (container: its OFD lock
+ * is free; VM: owner and heartbeat stalled).  Big lock held. */
+bool ctrl_occupant_dead(struct urd_vrnic *vr, uint32_t slot);
 
 /* objects.c */
 struct urd_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn);
 struct urd_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey);
 struct urd_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey);
 void qp_to_error(struct urd_qp *qp, bool async);
+/* Give back a batch of what ctx_destroy queued: MRs' pieces and allocations
+ * (a context may die with millions of them: that is not one lock hold).  Big
+ * lock held; true while more wait. */
+bool mem_reap(struct urd_vrnic *vr, uint32_t max);
+/* REG_MR of a VM vRNIC: the segment list (up to URD_MR_MAX_SEGS_INDIRECT
+ * entries) is copied, translated, checked and coalesced by the control thread
+ * WITHOUT the big lock (it depends only on the request and the guest RAM
+ * layout); op_reg_mr then only charges and links.  *out stays NULL for other
+ * requests. */
+struct urd_mr_prep;
+void mr_prepare(struct urd_vrnic *vr, const void *req, uint32_t req_len, struct urd_mr_prep **out);
+void mr_prep_free(struct urd_mr_prep *p);
+int ctrl_dispatch_prep(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
+		       void *resp, uint32_t *resp_len, struct urd_mr_prep *prep);
+/* The library gave up waiting for this request (it marked resp_seq): destroy
+ * what the request created, as the matching destroy verb would.  Big lock. */
+void ctrl_undo(struct urd_vrnic *vr, uint32_t slot, uint16_t op, const void *resp);
 
 /* fwd.c: the forwarding data path (benchmark baseline); -EOPNOTSUPP when absent */
 int fwd_dispatch(struct urd_vrnic *vr, struct urd_ctx *ctx, const void *req, uint32_t req_len,
@@ -318,7 +349,12 @@ uint64_t vm_ram_bytes(const struct urd_vrnic *vr);
 int vm_translate(struct urd_vrnic *vr, uint64_t gpa, uint64_t len, uint8_t **ptr);
 int vm_copy_seg_table(struct urd_vrnic *vr, const struct urd_mr_seg *pieces, uint32_t npieces,
 		      struct urd_mr_seg **table, uint32_t *nsegs);
-void vm_liveness(struct urd_vrnic *vr);         /* big lock held */
+void vm_free_seg_table(struct urd_mr_seg *table, uint32_t nsegs);
+/* Liveness in two steps: the scan reads the slots' words without the big
+ * lock and returns the slots to release; the reap runs under it. */
+uint64_t vm_liveness_scan(struct urd_vrnic *vr);
+void vm_liveness_reap(struct urd_vrnic *vr, uint32_t slot);     /* big lock held */
+bool vm_slot_stalled(struct urd_vrnic *vr, uint32_t slot);      /* big lock held */
 struct json_object *vm_json(const struct urd_vrnic *vr);
 uint32_t vm_guard_faults(const struct urd_vrnic *vr);  /* guard_faults of the guest RAM */
 

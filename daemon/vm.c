@@ -15,7 +15,10 @@
  *   one through the machine's RAM layout to the daemon's mapping of
  *   guest-ram and refuses anything that is not entirely guest RAM: that is
  *   the bounds check.  The MR's segment table then works for the engine as
- *   for any MR.  MEM_ALLOC and MEM_FREE are refused.
+ *   for any MR.  MEM_ALLOC and MEM_FREE are refused.  The segments must be
+ *   page-granular and not share a page; contiguous ones are merged; the
+ *   pages count against max_mem_bytes (objects.c vm_segments, which runs
+ *   without the big lock).
  * - Liveness: a guest process claims a slot by a compare-and-swap of the
  *   slot's vm_owner word and keeps its heartbeat word ticking (its event
  *   thread, every millisecond).  A slot whose owner or heartbeat did not
@@ -219,7 +222,10 @@ int vm_translate(struct urd_vrnic *vr, uint64_t gpa, uint64_t len, uint8_t **ptr
 
 /* URD_REG_MR_INDIRECT: the MR's segment table lies in guest RAM, in the
  * pieces the request lists.  Copy it out (the guest may rewrite it while we
- * look) into *table; its entries are validated by REG_MR like any segment. */
+ * look) into *table; its entries are validated by REG_MR like any segment.
+ * Runs without the big lock (objects.c mr_prepare).  The copy (up to 16 MiB)
+ * is mmapped so that it goes back to the system when freed: the daemon's RSS
+ * must not keep what a tenant made it copy once. */
 int vm_copy_seg_table(struct urd_vrnic *vr, const struct urd_mr_seg *pieces, uint32_t npieces,
 		      struct urd_mr_seg **table, uint32_t *nsegs)
 {
@@ -234,14 +240,14 @@ int vm_copy_seg_table(struct urd_vrnic *vr, const struct urd_mr_seg *pieces, uin
 	}
 	if (!bytes || bytes % sizeof(struct urd_mr_seg))
 		return -EINVAL;
-	t = malloc(bytes);
-	if (!t)
+	t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < npieces; i++) {
 		uint8_t *p;
 
 		if (vm_translate(vr, pieces[i].off, pieces[i].len, &p)) {
-			free(t);
+			munmap(t, bytes);
 			return -EINVAL;
 		}
 		memcpy(t + pos, p, pieces[i].len);
@@ -252,11 +258,27 @@ int vm_copy_seg_table(struct urd_vrnic *vr, const struct urd_mr_seg *pieces, uin
 	return 0;
 }
 
-/* Every LIVENESS period, big lock held (ctrl.c). */
-void vm_liveness(struct urd_vrnic *vr)
+void vm_free_seg_table(struct urd_mr_seg *table, uint32_t nsegs)
+{
+	if (table)
+		munmap(table, (size_t)nsegs * sizeof(*table));
+}
+
+/* A slot whose owner word and heartbeat have not moved for the timeout.
+ * vm->slot[] is the control thread's own state. */
+bool vm_slot_stalled(struct urd_vrnic *vr, uint32_t slot)
+{
+	return urd_now_ns() - vr->vm->slot[slot].since >= vr->vm->dead_ns;
+}
+
+/* Every LIVENESS period, in the control thread, WITHOUT the big lock: the
+ * words are the tenant's, vm->slot[] is ours, and which slots have a context
+ * comes from the atomic ctx_mask.  Returns the slots to release. */
+uint64_t vm_liveness_scan(struct urd_vrnic *vr)
 {
 	struct urd_vm *vm = vr->vm;
-	uint64_t now = urd_now_ns();
+	uint64_t now = urd_now_ns(), dead = 0;
+	uint64_t live = __atomic_load_n(&vr->ctx_mask, __ATOMIC_ACQUIRE);
 
 	for (uint32_t i = 0; i < URD_MAX_CTX; i++) {
 		struct urd_slot_hdr *s = (struct urd_slot_hdr *)(vr->map + urd_slot_off(i));
@@ -269,21 +291,33 @@ void vm_liveness(struct urd_vrnic *vr)
 			vm->slot[i].since = now;
 			continue;
 		}
-		if ((!owner && !vr->ctx[i]) || now - vm->slot[i].since < vm->dead_ns)
+		if ((!owner && !(live >> i & 1)) || now - vm->slot[i].since < vm->dead_ns)
 			continue;
-		if (vr->ctx[i]) {
-			log_info("vrnic %s: VM context %u (slot %u) silent for %llu ms; releasing its resources",
-				 vr->name, vr->ctx[i]->id, i,
-				 (unsigned long long)((now - vm->slot[i].since) / 1000000));
-			ctx_destroy(vr->ctx[i]);
-		}
-		/* free the slot for the next guest process (unless one claimed
-		 * it meanwhile: that one changed the word) */
-		__atomic_compare_exchange_n(&s->vm_owner, &owner, 0, false, __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST);
-		vm->slot[i].owner = 0;
-		vm->slot[i].since = now;
+		dead |= 1ull << i;
 	}
+	return dead;
+}
+
+/* Big lock held. */
+void vm_liveness_reap(struct urd_vrnic *vr, uint32_t i)
+{
+	struct urd_vm *vm = vr->vm;
+	struct urd_slot_hdr *s = (struct urd_slot_hdr *)(vr->map + urd_slot_off(i));
+	uint32_t owner = vm->slot[i].owner;
+	uint64_t now = urd_now_ns();
+
+	if (vr->ctx[i]) {
+		log_info("vrnic %s: VM context %u (slot %u) silent for %llu ms; releasing its resources",
+			 vr->name, vr->ctx[i]->id, i,
+			 (unsigned long long)((now - vm->slot[i].since) / 1000000));
+		ctx_destroy(vr->ctx[i]);
+	}
+	/* free the slot for the next guest process (unless one claimed
+	 * it meanwhile: that one changed the word) */
+	__atomic_compare_exchange_n(&s->vm_owner, &owner, 0, false, __ATOMIC_SEQ_CST,
+				    __ATOMIC_SEQ_CST);
+	vm->slot[i].owner = 0;
+	vm->slot[i].since = now;
 }
 
 struct json_object *vm_json(const struct urd_vrnic *vr)

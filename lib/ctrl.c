@@ -10,12 +10,20 @@
  * on resp_seq with FUTEX_WAIT in 50 ms steps, checking the daemon's state at
  * every step.  A VM guest has no futex shared with the host (URD_REGION_VM):
  * it polls with short sleeps instead.
+ *
+ * Timeout: after CTRL_TIMEOUT_NS (UNIRDMA_CTRL_TIMEOUT_MS for tests) we give
+ * up and swap resp_seq to ~seq.  A daemon that runs the request later sees
+ * the mark instead of publishing the answer and undoes what the request
+ * created (daemon/ctrl.c publish), so a call that failed leaves nothing
+ * behind.  The compare-and-swap decides the race with a late answer: either
+ * the answer is there and we take it, or the mark is and the daemon undoes.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -97,11 +105,42 @@ enum {
 };
 static const uint64_t CTRL_TIMEOUT_NS = 10ull * 1000 * 1000 * 1000;
 
+static uint64_t ctrl_timeout_ns(void)
+{
+	static uint64_t cached;
+	uint64_t t = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	const char *e;
+
+	if (!t) {
+		long ms = (e = getenv("UNIRDMA_CTRL_TIMEOUT_MS")) ? strtol(e, NULL, 10) : 0;
+
+		t = ms >= 10 && ms <= 3600000 ? (uint64_t)ms * 1000000ull : CTRL_TIMEOUT_NS;
+		__atomic_store_n(&cached, t, __ATOMIC_RELAXED);
+	}
+	return t;
+}
+
+/* Give up on request seq, unless its answer came meanwhile (then 0). */
+static int abandon(uint32_t *rs, uint32_t seq)
+{
+	uint32_t cur = urd_load_acquire(rs);
+
+	for (;;) {
+		if (cur == seq)
+			return 0;
+		/* pairs with the daemon's compare-and-swap in publish(): exactly
+		 * one of the answer and the mark wins */
+		if (__atomic_compare_exchange_n(rs, &cur, ~seq, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return -ETIMEDOUT;
+	}
+}
+
 /* Wait for resp_seq == seq.  0, -EIO or -ETIMEDOUT. */
 static int wait_response(struct urd_context *ctx, uint32_t seq)
 {
 	uint32_t *rs = &ctx->slot->resp_seq;
-	uint64_t start = now_ns(), last_check = start, t;
+	uint64_t start = now_ns(), last_check = start, t, timeout = ctrl_timeout_ns();
 	uint32_t v;
 
 	while ((t = now_ns()) - start < SPIN_NS) {
@@ -117,14 +156,14 @@ static int wait_response(struct urd_context *ctx, uint32_t seq)
 		if (v == seq)
 			return 0;
 		t = now_ns();
-		if (t - last_check >= STEP_NS || t - start >= CTRL_TIMEOUT_NS) {
+		if (t - last_check >= STEP_NS || t - start >= timeout) {
 			last_check = t;
 			if (urd_daemon_gone(ctx)) {
 				urd_store_release(&ctx->dead, 1);
 				return -EIO;
 			}
-			if (t - start >= CTRL_TIMEOUT_NS)
-				return -ETIMEDOUT;
+			if (t - start >= timeout)
+				return abandon(rs, seq);
 		}
 		if (ctx->vm) {
 			struct timespec ts = { 0, VM_POLL_NS };

@@ -418,22 +418,41 @@ static int open_ctx(struct urd_device *dev, struct urd_context **out)
 			h.nslots);
 		goto err_lock;
 	}
-	ctx->slot = (struct urd_slot_hdr *)(ctx->region + urd_slot_off(ctx->slot_idx));
-	ctx->req_area = (uint8_t *)ctx->slot + URD_SLOT_REQ_OFF;
-	ctx->resp_area = (uint8_t *)ctx->slot + URD_SLOT_RESP_OFF;
-	/* Continue from whatever sequence the slot's previous owner left, so a
-	 * stale req_seq can never be mistaken for our first request. */
-	ctx->seq = urd_load_acquire(&ctx->slot->req_seq);
-	ctx->async_cons = urd_load_acquire(&ctx->slot->async_prod);
-
 	ret = urd_evq_init(&ctx->async_q);
 	if (ret)
 		goto err_lock;
 
-	req.pid = (uint32_t)getpid();
-	fill_comm(req.comm);
-	ret = urd_ctrl(ctx, URD_OP_OPEN_CTX, &req, sizeof(req), &resp,
-		       sizeof(resp), sizeof(resp));
+	for (int tries = 0;; tries++) {
+		ctx->slot = (struct urd_slot_hdr *)(ctx->region + urd_slot_off(ctx->slot_idx));
+		ctx->req_area = (uint8_t *)ctx->slot + URD_SLOT_REQ_OFF;
+		ctx->resp_area = (uint8_t *)ctx->slot + URD_SLOT_RESP_OFF;
+		/* Continue from whatever sequence the slot's previous owner left, so a
+		 * stale req_seq can never be mistaken for our first request. */
+		ctx->seq = urd_load_acquire(&ctx->slot->req_seq);
+		ctx->async_cons = urd_load_acquire(&ctx->slot->async_prod);
+
+		req.pid = (uint32_t)getpid();
+		fill_comm(req.comm);
+		ret = urd_ctrl(ctx, URD_OP_OPEN_CTX, &req, sizeof(req), &resp,
+			       sizeof(resp), sizeof(resp));
+		if (ret != -EBUSY || ctx->vm || tries >= 20)
+			break;
+		/* The daemon still holds the context of this slot's previous
+		 * owner, who died a moment ago; it releases it once it sees the
+		 * slot's lock free.  Let go of the slot, give it the time of a
+		 * liveness round, and claim again (maybe another slot). */
+		struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET,
+				    .l_start = ctx->slot_idx, .l_len = 1 };
+		struct timespec ts = { 0, 150 * 1000 * 1000 };
+
+		urd_dbg("%s: slot %u still holds a dead context; trying again",
+			dev->region_path, ctx->slot_idx);
+		fcntl(ctx->lock_fd, F_OFD_SETLK, &fl);
+		nanosleep(&ts, NULL);
+		ret = claim_slot(ctx->lock_fd, h.nslots, &ctx->slot_idx);
+		if (ret)
+			break;
+	}
 	if (ret) {
 		urd_dbg("%s: OPEN_CTX failed: %s", dev->region_path, strerror(-ret));
 		goto err_evq;

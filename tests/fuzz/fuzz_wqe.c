@@ -7,7 +7,9 @@
  * Every input starts from the same objects, made through ctrl_dispatch:
  *   vr0 (tenant t1), context A: the tenant under attack by the input
  *     PDs pd, pd2; memory M0 (4 pages) with MR1 [0, 8 KiB) all access,
- *     MR2 two segments (8 KiB + 100, 1004 B) + (12 KiB + 8, 2000 B) all access,
+ *     MR2 two segments (12 KiB - 1004, 1004 B) + (4 KiB, 2000 B) all access
+ *     (segments are page-granular: only the first may start and only the last
+ *     may end inside a page),
  *     MR3 [0, 4 KiB) remote read only, MR4 (in pd2) 12 KiB + 2100, 1000 B;
  *     M1 (1 page, never registered); the rest of the window, whose last page
  *     holds MR5: its last 4 bytes, then 4 bytes of M0 (vr0's mapping ends
@@ -309,7 +311,7 @@ static void setup(void)
 	S.vr2_follows = va->map + va->map_size == vc->map;
 	{
 		struct urd_mr_seg s1 = { 0, 8192 };
-		struct urd_mr_seg s2[2] = { { 8192 + 100, 1004 }, { 12288 + 8, 2000 } };
+		struct urd_mr_seg s2[2] = { { 12288 - 1004, 1004 }, { 4096, 2000 } };
 		struct urd_mr_seg s3 = { 0, 4096 };
 		struct urd_mr_seg s4 = { 12288 + 2100, 1000 };
 
@@ -327,9 +329,8 @@ static void setup(void)
 	for (uint32_t i = 0; i < 16384; i++)
 		S.m0[i] = (uint8_t)i;
 	/* every byte of M0 outside the MR segments is a canary */
-	memset(S.m0 + 8192, CANARY, 100);
-	memset(S.m0 + 8192 + 100 + 1004, CANARY, 12288 + 8 - (8192 + 100 + 1004));
-	memset(S.m0 + 12288 + 8 + 2000, CANARY, 2100 - 8 - 2000);
+	memset(S.m0 + 8192, CANARY, 4096 - 1004);
+	memset(S.m0 + 12288, CANARY, 2100);
 	memset(S.m0 + 12288 + 2100 + 1000, CANARY, 4096 - 2100 - 1000);
 	memset(S.m1, UNREG, 4096);
 	S.scq = create_cq(va, 32, &S.ring[R_SCQ]);
@@ -431,10 +432,8 @@ static void check_canaries(void)
 	uint8_t *win0 = va->map + URD_REGION_CTRL_SIZE;
 
 	if (S.a_alive && S.m0_kept) {
-		expect_bytes("M0 before MR2", S.m0 + 8192, CANARY, 100);
-		expect_bytes("M0 between MR2's segments", S.m0 + 8192 + 100 + 1004, CANARY,
-			     12288 + 8 - (8192 + 100 + 1004));
-		expect_bytes("M0 between MR2 and MR4", S.m0 + 12288 + 8 + 2000, CANARY, 2100 - 8 - 2000);
+		expect_bytes("M0 before MR2", S.m0 + 8192, CANARY, 4096 - 1004);
+		expect_bytes("M0 before MR4", S.m0 + 12288, CANARY, 2100);
 		expect_bytes("M0 after MR4", S.m0 + 12288 + 2100 + 1000, CANARY, 4096 - 2100 - 1000);
 		expect_bytes("M1 (never registered)", S.m1, UNREG, 4096);
 	}

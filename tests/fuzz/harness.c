@@ -113,6 +113,7 @@ void fz_begin(void)
 	struct urd_daemon *d = urd_d;
 
 	d->next_qpn = 0x100;
+	d->qpn_sequential = true;       /* the seeds connect QPs by these numbers */
 	d->next_srqn = 1;
 	d->next_ctx_id = 0;
 	prng_state = 0x756e6972646d61ull;       /* "unirdma" */

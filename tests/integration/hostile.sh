@@ -13,9 +13,12 @@
 # t_opcodes (every opcode, both sides' memory checked byte for byte) on the
 # host against the same two vRNICs.
 #   other_tenant  the hostile vRNIC is in another tenant; it also sprays
-#                 SENDs (no GRH) at every QPN near its own, which are the
-#                 victims' (QPNs are host-wide and handed out in order): none
-#                 may be acknowledged (--spray --isolated)
+#                 SENDs (no GRH) at every QPN near its own (--spray
+#                 --isolated), and a second hostile program of the same vRNIC,
+#                 on the host, sprays the victims' real QPNs, which this
+#                 script reads from `unirdma vrnic show --json` as the
+#                 operator every 0.2 s (QPNs are random: none are near its
+#                 own): none may be acknowledged (--spray-qpns FILE --isolated)
 #   same_tenant   the hostile vRNIC is a third vRNIC of the victims' tenant:
 #                 it may only hurt its own vRNIC. No spray here: within a
 #                 tenant a QP reaches any QP by its QPN (isolation.sh's
@@ -78,8 +81,37 @@ sanitizer_reports() {
 	grep -E 'ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer)|runtime error:|SUMMARY: .*Sanitizer' "$1"
 }
 
+# victim_qpns: the QPNs of the victims' QPs now, one per line.
+victim_qpns() {
+	local v
+	for v in "$VR_A" "$VR_B"; do
+		"$UNIRDMA" --json vrnic show "$v" | jq -r '.vrnic.qp_list[]?.qpn'
+	done
+}
+
+# spray_victims: a host-side hostile --spray-only of vh aimed at the victims'
+# QPNs (file refreshed by the case's loop); sets SPID.
+spray_victims() {
+	local dev=$WORK/hostile-devs
+	mkdir -p "$dev"
+	ln -sfn "$("$UNIRDMA" vrnic show vh | awk '/^dir:/ { print $2 }')" "$dev/vh"
+	victim_qpns >"$WORK/victim-qpns"
+	UNIRDMA_DEVDIR=$dev LD_LIBRARY_PATH="$UNIRDMA_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		"$BUILD/tools/hostile" -t $((HOSTILE_TIME > 8 ? HOSTILE_TIME - 4 : 4)) --spray-only --isolated \
+		--spray-qpns "$WORK/victim-qpns" >"$WORK/spray.out" 2>&1 &
+	SPID=$!
+	SERVER_PIDS+=("$SPID")
+	(
+		while kill -0 "$SPID" 2>/dev/null; do
+			victim_qpns >"$WORK/victim-qpns.new" && mv "$WORK/victim-qpns.new" "$WORK/victim-qpns"
+			sleep 0.2
+		done
+	) &
+	SERVER_PIDS+=("$!")
+}
+
 case_hostile() {
-	local tenant=$1 hip=$2.$SUBNET.9 flags=$3 hpid hrc vr=0 vfail=0 r
+	local tenant=$1 hip=$2.$SUBNET.9 flags=$3 spray=${4:-} hpid hrc vr=0 vfail=0 r src SPID=
 	require_prog ibv_rc_pingpong ib_write_bw ib_send_bw
 	[ -x "$BUILD/tools/hostile" ] || die "$BUILD/tools/hostile is not built (run make)"
 	[ -x "$BUILD/tests/t_opcodes" ] || die "$BUILD/tests/t_opcodes is not built (run make)"
@@ -90,6 +122,7 @@ case_hostile() {
 	"$UNIRDMA" exec vh -- $LINEBUF "$BUILD/tools/hostile" -t "$HOSTILE_TIME" $flags >"$WORK/hostile.out" 2>&1 &
 	hpid=$!
 	SERVER_PIDS+=("$hpid")
+	[ -n "$spray" ] && spray_victims
 	while kill -0 "$hpid" 2>/dev/null; do
 		vr=$((vr + 1))
 		victim_round "$vr" || vfail=$((vfail + 1))
@@ -101,6 +134,19 @@ case_hostile() {
 	sed 's/^/  | /' "$WORK/hostile.out"
 
 	check "the hostile tenant ran and saw errors for its garbage (exit code $hrc)" test "$hrc" = 0
+	if [ -n "$spray" ]; then
+		wait "$SPID"
+		src=$?
+		say "--- the victims' QPNs sprayed from the host (exit code $src) ---"
+		grep -v '^spray: 0 SENDs' "$WORK/spray.out" | tail -n 5 | sed 's/^/  | /'
+		check "SENDs reached the victims' QPNs ($(grep -c '^spray: [1-9]' "$WORK/spray.out") rounds)" \
+			grep -q '^spray: [1-9]' "$WORK/spray.out"
+		# its exit code may be a SIGBUS: the hostile tenant in the container
+		# truncates the region they share at its end
+		check "no SEND to a victim's QPN was acknowledged (exit code $src)" \
+			bash -c "grep -q '^sprayed SENDs to QPNs not ours: [0-9]*, acknowledged 0\$' '$WORK/spray.out' &&
+				 ! grep -q 'was acknowledged' '$WORK/spray.out'"
+	fi
 	check "the daemon is alive" daemon_alive
 	check "the daemon answers unirdma daemon ping" "$UNIRDMA" daemon ping
 	check "the victims ran $vr rounds of verified traffic during the attack" test "$vr" -ge 1
@@ -122,6 +168,6 @@ case_hostile() {
 	checks_result
 }
 
-add_case other_tenant case_hostile th 10.79 "--spray --isolated"
+add_case other_tenant case_hostile th 10.79 "--spray --isolated" spray_victims
 add_case same_tenant case_hostile t2 10.78 ""
 run_cases "$@"

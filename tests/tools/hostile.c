@@ -28,7 +28,11 @@
  *                     in a last child, which then dies of SIGBUS.
  *
  * usage: hostile [-t SECONDS] [-s SEED] [--spray] [--spray-only] [--isolated]
- *                [--no-truncate] [--only ATTACK] [-v]
+ *                [--spray-qpns FILE] [--no-truncate] [--only ATTACK] [-v]
+ * QPNs are random (issue 9): QPNs near our own are nobody's.  --spray-qpns
+ * FILE sprays the QPNs listed in FILE instead (one per line, reread every
+ * round), which the test writes from what the operator sees (`unirdma vrnic
+ * show --json` of the victims).
  * Exit code: 0 when every phase-1 check saw an error, nothing it sprayed
  * reached another tenant and the final blow was struck; 1 otherwise; 2
  * usage; 77 no device.
@@ -67,7 +71,8 @@ static struct {
 	bool spray, spray_only, isolated, truncate;
 	int verbose;
 	const char *only;               /* one attack, repeated (a reproducer) */
-} opt = { 20.0, 0, false, false, false, true, 0, NULL };
+	const char *qpn_file;           /* --spray-qpns: the QPNs to spray */
+} opt = { 20.0, 0, false, false, false, true, 0, NULL, NULL };
 
 /* Counters shared by the children (MAP_SHARED anonymous memory). */
 struct stats {
@@ -537,15 +542,16 @@ static void expect_wc_error(struct dev *d, struct ibv_pd *pd, struct ibv_mr *mr,
 
 /* ------------------------------------------------------ phase 1: checks */
 
-/* SENDs to QPNs near our own, without a GRH (found by QPN alone, as qperf
- * and ibv_rc_pingpong without -g connect).  QPNs are host-wide and handed
- * out in order, so these are other programs' QPs. */
+/* SENDs to QPNs near our own (or those of --spray-qpns), without a GRH
+ * (found by QPN alone, as qperf and ibv_rc_pingpong without -g connect).
+ * These are other programs' QPs, if anyone's. */
 static void spray(struct dev *d, struct ibv_pd *pd, struct ibv_mr *mr, int width)
 {
 	struct ibv_cq *cq = ibv_create_cq(d->ctx, 4 * width + 8, NULL, NULL, 0);
 	struct ibv_qp *mine = cq ? make_qp(pd, cq, NULL, IBV_QPT_RC) : NULL;
-	uint32_t base;
+	uint32_t base, dests[256];
 	uint64_t acked = 0, sent = 0;
+	int nd = 0;
 
 	if (!mine) {
 		say("  FAIL: spray: cannot create a QP");
@@ -554,8 +560,20 @@ static void spray(struct dev *d, struct ibv_pd *pd, struct ibv_mr *mr, int width
 	}
 	base = mine->qp_num;
 	ibv_destroy_qp(mine);
-	for (int i = -width; i <= width; i++) {
-		uint32_t dest = (base + (uint32_t)i) & 0xffffff;
+	if (opt.qpn_file) {
+		FILE *f = fopen(opt.qpn_file, "r");
+		unsigned int v;
+
+		while (f && nd < 256 && fscanf(f, "%u", &v) == 1)
+			dests[nd++] = v & 0xffffff;
+		if (f)
+			fclose(f);
+	} else {
+		for (int i = -width; i <= width && nd < 256; i++)
+			dests[nd++] = (base + (uint32_t)i) & 0xffffff;
+	}
+	for (int i = 0; i < nd; i++) {
+		uint32_t dest = dests[i];
 		struct ibv_qp *qp = make_qp(pd, cq, NULL, IBV_QPT_RC);
 		int s;
 
@@ -578,8 +596,9 @@ static void spray(struct dev *d, struct ibv_pd *pd, struct ibv_mr *mr, int width
 	ibv_destroy_cq(cq);
 	ADD(spray_sent, sent);
 	ADD(spray_acked, acked);
-	say("spray: %llu SENDs to QPNs near %#x that are not ours, %llu acknowledged",
-	    (unsigned long long)sent, base, (unsigned long long)acked);
+	say("spray: %llu SENDs to QPNs %s%#x that are not ours, %llu acknowledged",
+	    (unsigned long long)sent, opt.qpn_file ? "listed, ours is " : "near ", base,
+	    (unsigned long long)acked);
 	ADD(checks, 1);
 	if (opt.isolated && acked) {
 		ADD(checks_failed, 1);
@@ -604,8 +623,11 @@ static void spray_loop(void)
 	mr = ibv_reg_mr(pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
 		_exit(1);
-	while (now_s() < until)
+	while (now_s() < until) {
 		spray(&d, pd, mr, 64);
+		if (opt.qpn_file)
+			usleep(50000);  /* the list changes as the victims run */
+	}
 	_exit(0);
 }
 
@@ -1476,6 +1498,7 @@ static void usage(FILE *f)
 		"  -s SEED        random seed (default: from the time; printed)\n"
 		"  --spray        also send to QPNs near our own (other vRNICs' QPs)\n"
 		"  --spray-only   nothing but that, for SECONDS (a reproducer)\n"
+		"  --spray-qpns FILE  spray the QPNs listed in FILE (reread each round)\n"
 		"  --isolated     no other vRNIC is in our tenant: a sprayed SEND that is\n"
 		"                 acknowledged is a failure\n"
 		"  --no-truncate  no final ftruncate of the region\n"
@@ -1492,6 +1515,7 @@ int main(int argc, char **argv)
 		{ "isolated", no_argument, NULL, 'I' },
 		{ "no-truncate", no_argument, NULL, 'T' },
 		{ "only", required_argument, NULL, 'A' },
+		{ "spray-qpns", required_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1509,6 +1533,7 @@ int main(int argc, char **argv)
 		case 'I': opt.isolated = true; break;
 		case 'T': opt.truncate = false; break;
 		case 'A': opt.only = optarg; break;
+		case 'Q': opt.qpn_file = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
