@@ -17,7 +17,7 @@ static const char *const counters[] = { "contexts", "pds", "mrs", "cqs", "qps", 
 static bool is_known_key(const char *key)
 {
 	static const char *const known[] = { "name", "tenant", "ip", "prefix", "gid", "dir", "limits",
-					     "qos", "counters", "qp_list", "mem_bytes" };
+					     "qos", "counters", "qp_list", "mem_bytes", "meta_bytes" };
 
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (!strcmp(key, known[i]))
@@ -56,7 +56,8 @@ static void print_details(struct json_object *v)
 {
 	struct json_object *c = jobj(v, "counters"), *by = c ? jobj(c, "by_opcode") : NULL, *arr;
 
-	printf("memory:   %lld bytes registered\n", jint(v, "mem_bytes"));
+	printf("memory:   %lld bytes registered, %lld bytes of daemon metadata\n", jint(v, "mem_bytes"),
+	       jint(v, "meta_bytes"));
 	print_members("limits:", jobj(v, "limits"));
 	print_members("qos:", jobj(v, "qos"));
 	print_members("counters:", c);

@@ -124,6 +124,7 @@ static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
 	json_object_object_add(o, "qps", json_object_new_int((int)vr->nqp));
 	json_object_object_add(o, "srqs", json_object_new_int((int)vr->nsrq));
 	ADD_I64(o, "mem_bytes", vr->memwin.used);
+	ADD_I64(o, "meta_bytes", vr->meta_bytes);  /* daemon memory for its MR tables, allocations */
 	json_object_object_add(o, "limits", limits_json(&vr->lim));
 	json_object_object_add(o, "qos", qos_json(&vr->qos));
 	json_object_object_add(o, "counters", counters_json(&vr->cnt));
