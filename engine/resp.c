@@ -35,6 +35,8 @@ static const struct urd_recv_wqe *recv_peek(struct urd_qp *qp, uint8_t *buf, uin
 		 * more than fit in the slot) */
 		memcpy(rw, slot, sizeof(*rw));
 		*max_sge = (uint32_t)((bytes - sizeof(struct urd_recv_wqe)) / sizeof(struct urd_sge));
+		if (*max_sge > URD_MAX_SGE)
+			*max_sge = URD_MAX_SGE; /* a slot rounds up to a power of two */
 		sges = rw->num_sge < *max_sge ? rw->num_sge : *max_sge;
 		memcpy(buf + sizeof(*rw), slot + sizeof(*rw), sges * sizeof(struct urd_sge));
 	}
@@ -147,7 +149,7 @@ static enum resp_result class_c_error(struct urd_qp *qp, enum resp_result r)
 /* SEND, SEND_WITH_IMM and the receive half of WRITE_WITH_IMM. */
 static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const struct vsge *target)
 {
-	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge) + 64];
+	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge)];
 	uint8_t grh[GRH_BYTES];
 	struct vsge sg[ENGINE_MAX_SGE + 1];
 	const struct urd_recv_wqe *rw;
@@ -155,10 +157,9 @@ static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const str
 	uint64_t room;
 	int n;
 	bool ud = qp->type == IBV_QPT_UD;
-	struct urd_ring *r = qp->srq ? &qp->srq->ring : &qp->rq;
 
-	if (((size_t)1 << r->shift) > sizeof(wbuf))
-		return class_c_error(qp, RESP_NAK_OP);
+	/* recv_peek copies the header and at most URD_MAX_SGE SGEs, whatever
+	 * the slot size (16 SGEs round up to a 512-byte slot) */
 	rw = recv_peek(qp, wbuf, &max_sge);
 	if (!rw) {
 		CNT_BOTH(qp, rnr_naks, 1);
