@@ -168,6 +168,7 @@ struct urd_qp {
 	struct urd_qp *wait_next;       /* on the engine's timer list while wait != NONE */
 	struct urd_counters cnt;
 	struct urd_qp *qpn_next;        /* global QPN hash chain */
+	struct urd_xfer *xfer;          /* engine: a message in pieces (engine/engine.h), or NULL */
 };
 
 struct urd_ctx {
@@ -218,6 +219,8 @@ struct urd_vrnic {
 	bool stop;
 	bool deleting;
 	struct urd_vm *vm;              /* VM vRNIC (vm.c); NULL for containers */
+	uint64_t eng_pass;              /* engine: the pass eng_budget belongs to */
+	int64_t eng_budget;             /* engine: bytes left to this vRNIC in that pass */
 };
 
 #define URD_QPN_BUCKETS 4096
@@ -240,6 +243,19 @@ struct urd_daemon {
 	uint64_t engine_passes, engine_sleeps;
 	gid_t admin_gid;                /* --admin-group: may manage besides root */
 	bool admin_gid_set;
+	/* engine: QPs whose vRNIC spent its budget in this pass; they go first
+	 * in the next one (still "active") */
+	struct urd_qp *defer_head, *defer_tail;
+	uint64_t engine_pass_no;        /* engine: pass counter, for the vRNIC budgets */
+	uint64_t xfer_token;            /* engine: names messages in pieces */
+	uint64_t engine_yields;         /* engine: times it handed the big lock to a waiter */
+	/* engine: with more vRNICs than one futex_waitv takes, a second thread
+	 * waits on the rest and kicks the engine (engine.c) */
+	pthread_t engine_waiter;
+	bool engine_waiter_started;
+	uint32_t waiter_kick;           /* the waiter's private futex word */
+	uint32_t waiter_n;              /* words in waiter_w (engine.c), under the big lock */
+	void *waiter_w;
 };
 
 extern struct urd_daemon *urd_d;

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -40,7 +41,11 @@ struct futex_waitv {
 #endif
 
 #define QP_BUDGET     32        /* WQEs per QP per pass: fairness between QPs */
+#define QP_BYTES      (256 << 10)       /* payload bytes per QP per step (one lock hold) */
+#define VR_BYTES      (1 << 20)         /* payload bytes per vRNIC per pass */
 #define SPIN_NS       (200ull * 1000)   /* keep polling this long after the last work */
+#define HANDOFF_NS    (2ull * 1000 * 1000)      /* longest wait for a waiter to take the lock */
+#define WAITV_MAX     128               /* futex_waitv's limit on words */
 
 void engine_activate(struct urd_qp *qp)
 {
@@ -88,27 +93,45 @@ void engine_unwait(struct urd_qp *qp)
 	}
 }
 
+/* Unlink qp from the list at *head / *tail; false if it is not there. */
+static bool list_unlink(struct urd_qp **head, struct urd_qp **tail, struct urd_qp *qp)
+{
+	struct urd_qp *prev = NULL;
+
+	for (struct urd_qp *q = *head; q; prev = q, q = q->active_next) {
+		if (q != qp)
+			continue;
+		if (prev)
+			prev->active_next = q->active_next;
+		else
+			*head = q->active_next;
+		if (*tail == q)
+			*tail = prev;
+		return true;
+	}
+	return false;
+}
+
 void engine_forget(struct urd_qp *qp)
 {
 	struct urd_daemon *d = qp->vr->d;
 
 	if (qp->active) {
-		struct urd_qp *prev = NULL;
-
-		for (struct urd_qp *q = d->active_head; q; prev = q, q = q->active_next) {
-			if (q != qp)
-				continue;
-			if (prev)
-				prev->active_next = q->active_next;
-			else
-				d->active_head = q->active_next;
-			if (d->active_tail == q)
-				d->active_tail = prev;
-			break;
-		}
+		if (!list_unlink(&d->active_head, &d->active_tail, qp))
+			list_unlink(&d->defer_head, &d->defer_tail, qp);
 		qp->active = false;
 	}
 	engine_unwait(qp);
+	/* going away or to RESET: a message in pieces is dropped on both sides */
+	free(qp->xfer);
+	qp->xfer = NULL;
+}
+
+struct urd_xfer *engine_xfer(struct urd_qp *qp)
+{
+	if (!qp->xfer)
+		qp->xfer = calloc(1, sizeof(*qp->xfer));
+	return qp->xfer;
 }
 
 void engine_kick(struct urd_daemon *d)
@@ -147,11 +170,69 @@ static bool take_doorbells(struct urd_vrnic *vr)
 	return found;
 }
 
-/* One pass; returns true if it did anything.  Big lock held. */
+/* True if a thread is blocked on the big lock.  glibc's mutex word is 0
+ * (free), 1 (held) or 2 (held, waiters sleep on it): the engine reads it so
+ * that every pthread_mutex_lock(&d->lock) in the daemon is served without a
+ * wrapper around it. */
+static bool lock_contended(pthread_mutex_t *m)
+{
+#ifdef __GLIBC__
+	return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) > 1;
+#else
+	(void)m;
+	return true;
+#endif
+}
+
+static bool lock_taken(pthread_mutex_t *m)
+{
+#ifdef __GLIBC__
+	return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) != 0;
+#else
+	(void)m;
+	return false;
+#endif
+}
+
+/* Release the big lock.  A glibc mutex is not fair: unlock wakes a waiter,
+ * but an engine that locks again at once wins the race nearly always, and
+ * control, admin, metrics and heartbeats would wait behind every pass.  So
+ * when someone waits, let it take the lock before we may try again. */
+static void engine_unlock(struct urd_daemon *d)
+{
+	bool contended = lock_contended(&d->lock);
+	uint64_t t0;
+
+	pthread_mutex_unlock(&d->lock);
+	if (!contended)
+		return;
+	d->engine_yields++;     /* only the engine writes it; read racily */
+	t0 = urd_now_ns();
+	while (!lock_taken(&d->lock) && urd_now_ns() - t0 < HANDOFF_NS)
+		sched_yield();
+}
+
+/* Between two steps: hand the lock over if someone waits for it. */
+static void engine_yield(struct urd_daemon *d)
+{
+	if (!lock_contended(&d->lock))
+		return;
+	engine_unlock(d);
+	pthread_mutex_lock(&d->lock);
+}
+
+/* One pass; returns true if it did anything.  Big lock held, but released
+ * and taken again between QPs when somebody waits for it: each QP's step is
+ * bounded (QP_BUDGET WQEs, about QP_BYTES bytes) and each vRNIC's share of a
+ * pass too (VR_BYTES), so a tenant with huge messages or many QPs delays the
+ * others by a bounded amount.  Everything stays on the daemon's lists while
+ * the lock is free, where engine_forget finds it. */
 static bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer)
 {
-	struct urd_qp *list, *qp;
+	struct urd_qp *qp;
+	uint64_t pass = ++d->engine_pass_no;
 	bool did = false;
+	uint32_t n = 0;
 
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
 		if (d->vrnics[i])
@@ -171,22 +252,55 @@ static bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer
 		}
 	}
 
-	list = d->active_head;
-	d->active_head = d->active_tail = NULL;
-	while ((qp = list)) {
-		list = qp->active_next;
+	/* QPs deferred by the last pass go first */
+	if (d->defer_head) {
+		d->defer_tail->active_next = d->active_head;
+		if (!d->active_head)
+			d->active_tail = d->defer_tail;
+		d->active_head = d->defer_head;
+		d->defer_head = d->defer_tail = NULL;
+	}
+	for (qp = d->active_head; qp; qp = qp->active_next)
+		n++;
+	/* at most the QPs there now: the ones with work left go back to the tail */
+	while (n-- && (qp = d->active_head)) {
+		struct urd_vrnic *vr = qp->vr;
+		int64_t bytes = QP_BYTES;
+
+		d->active_head = qp->active_next;
+		if (!d->active_head)
+			d->active_tail = NULL;
 		qp->active = false;
 		if (qp->wait != QP_WAIT_NONE) {
 			if (qp->wait_until_ns < *next_timer)
 				*next_timer = qp->wait_until_ns;
 			continue;       /* its timer re-activates it */
 		}
+		if (vr->eng_pass != pass) {
+			vr->eng_pass = pass;
+			vr->eng_budget = VR_BYTES;
+		}
 		did = true;
-		if (req_process(qp, now, QP_BUDGET))
+		if (vr->eng_budget <= 0) {
+			/* the vRNIC had its share of this pass */
+			qp->active = true;
+			qp->active_next = NULL;
+			if (d->defer_tail)
+				d->defer_tail->active_next = qp;
+			else
+				d->defer_head = qp;
+			d->defer_tail = qp;
+			continue;
+		}
+		if (req_process(qp, now, QP_BUDGET, &bytes))
 			engine_activate(qp);
 		else if (qp->wait != QP_WAIT_NONE && qp->wait_until_ns < *next_timer)
 			*next_timer = qp->wait_until_ns;
+		vr->eng_budget -= QP_BYTES - bytes;
+		engine_yield(d);
 	}
+	if (d->defer_head)
+		did = true;
 	return did;
 }
 
@@ -270,7 +384,7 @@ static void *engine_main(void *arg)
 		pthread_mutex_lock(&d->lock);
 		did = engine_pass(d, now, &next_timer);
 		d->engine_passes += did;
-		pthread_mutex_unlock(&d->lock);
+		engine_unlock(d);
 		if (did) {
 			last_work = now;
 			spins = 0;
