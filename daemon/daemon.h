@@ -249,13 +249,13 @@ struct urd_daemon {
 	uint64_t engine_pass_no;        /* engine: pass counter, for the vRNIC budgets */
 	uint64_t xfer_token;            /* engine: names messages in pieces */
 	uint64_t engine_yields;         /* engine: times it handed the big lock to a waiter */
+	bool engine_lock_slow;          /* engine: took the lock by blocking (engine.c) */
 	/* engine: with more vRNICs than one futex_waitv takes, a second thread
 	 * waits on the rest and kicks the engine (engine.c) */
 	pthread_t engine_waiter;
 	bool engine_waiter_started;
 	uint32_t waiter_kick;           /* the waiter's private futex word */
-	uint32_t waiter_n;              /* words in waiter_w (engine.c), under the big lock */
-	void *waiter_w;
+	uint32_t waiter_n;              /* words the engine handed it (engine.c), under the big lock */
 };
 
 extern struct urd_daemon *urd_d;
