@@ -202,10 +202,11 @@ static enum resp_result recv_piece(struct urd_qp *qp, struct packet *pkt)
 	}
 	n = recv_sg_check(qp, x->rx_sge, x->rx_nsge, sg, &room);
 	if (n < 0 || room < pkt->total) {
-		/* an MR of the receive WQE went away mid-message */
+		/* an MR of the receive WQE went away mid-message, or a restarted
+		 * message is longer than the receive WQE it reuses */
 		x->rx = false;
-		recv_complete(qp, x->rx_wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, pkt);
-		return class_c_error(qp, RESP_NAK_OP);
+		recv_complete(qp, x->rx_wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, pkt);
+		return class_c_error(qp, n < 0 ? RESP_NAK_OP : RESP_NAK_INV_REQ);
 	}
 	i = vsge_advance(sg, (uint32_t)n, pkt->off);
 	sg_copy(sg + i, (uint32_t)n - i, pkt->local, pkt->nlocal, pkt->len);
@@ -228,8 +229,6 @@ static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const str
 	int n;
 	bool ud = qp->type == IBV_QPT_UD;
 
-	/* recv_peek copies the header and at most URD_MAX_SGE SGEs, whatever
-	 * the slot size (16 SGEs round up to a 512-byte slot) */
 	if (qp->xfer && qp->xfer->rx && (pkt->op->flags & OPF_WRITE)) {
 		/* a SEND stopped midway consumed a receive WQE: it is next */
 		qp->xfer->rx = false;
@@ -237,6 +236,8 @@ static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const str
 		recv_complete(qp, qp->xfer->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
 		return RESP_ACK;
 	}
+	/* recv_peek copies the header and at most URD_MAX_SGE SGEs, whatever
+	 * the slot size (16 SGEs round up to a 512-byte slot) */
 	rw = recv_peek(qp, wbuf, &max_sge);
 	if (!rw) {
 		CNT_BOTH(qp, rnr_naks, 1);

@@ -13,6 +13,10 @@
  * - The QP goes to the error state in the middle of a big message
  *   (ibv_modify_qp to ERR): the WQE completes with IBV_WC_WR_FLUSH_ERR, and
  *   a receive WQE that a big SEND started filling is flushed too.
+ * - The target MR is deregistered while big WRITEs into it run: each
+ *   completes, successfully or with IBV_WC_REM_ACCESS_ERR (then the rest
+ *   are flushed); the engine checks the MR again for every piece, since the
+ *   lock is free between pieces (a sanitizer build would see a stale MR).
  */
 #include <arpa/inet.h>
 
@@ -195,6 +199,46 @@ static void error_midway(void)
 	printf("error midway: %d done, %d flushed\n", ok, flushed);
 }
 
+static void dereg_midway(struct t_dev *da, struct t_dev *db)
+{
+	struct ibv_qp_cap cap = { .max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 4,
+				  .max_recv_sge = 1 };
+	struct ibv_sge sg[3];
+	struct ibv_qp *a2, *b2;
+	struct ibv_wc wc;
+	int ok = 0, bad = 0;
+
+	a2 = t_qp(da, IBV_QPT_RC, scq, scq, NULL, 0, &cap);
+	cap = (struct ibv_qp_cap){ .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+				   .max_recv_sge = 1 };
+	b2 = t_qp(db, IBV_QPT_RC, rcq, rcq, NULL, 0, &cap);
+	t_rc_connect(da, a2, db, b2, NULL);
+	for (uint64_t i = 0; i < 16; i++)
+		CHECK_OK(t_post(a2, 200 + i, IBV_WR_RDMA_WRITE, sg, gather(sg), IBV_SEND_SIGNALED,
+				(uintptr_t)bbuf, bmr->rkey, 0));
+	t_expect_wc(scq, &wc, 200, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	ok++;
+	CHECK_OK(ibv_dereg_mr(bmr));    /* while the others run */
+	bmr = NULL;
+	for (uint64_t i = 1; i < 16; i++) {
+		t_wait_wc(scq, &wc);
+		CHECK_EQ(wc.wr_id, 200 + i);
+		if (wc.status == IBV_WC_SUCCESS) {
+			CHECK(!bad);
+			ok++;
+		} else {
+			if (!bad)
+				CHECK_WC(&wc, IBV_WC_REM_ACCESS_ERR, T_ANY_OPCODE);
+			else
+				CHECK_WC(&wc, IBV_WC_WR_FLUSH_ERR, T_ANY_OPCODE);
+			bad++;
+		}
+	}
+	printf("dereg midway: %d done, %d failed\n", ok, bad);
+	CHECK_OK(ibv_destroy_qp(a2));
+	CHECK_OK(ibv_destroy_qp(b2));
+}
+
 int main(void)
 {
 	struct ibv_qp_cap cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
@@ -222,11 +266,11 @@ int main(void)
 	write_read();
 	sends();
 	error_midway();
+	dereg_midway(&A, &B);
 
 	CHECK_OK(ibv_destroy_qp(a));
 	CHECK_OK(ibv_destroy_qp(b));
 	CHECK_OK(ibv_dereg_mr(amr));
-	CHECK_OK(ibv_dereg_mr(bmr));
 	CHECK_OK(ibv_destroy_cq(scq));
 	CHECK_OK(ibv_destroy_cq(rcq));
 	t_close(&A);
