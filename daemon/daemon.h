@@ -3,9 +3,11 @@
  * Everything here is the daemon's authoritative state.  The region only holds
  * copies that tenants can scribble on.  One mutex (d->lock, "the big lock")
  * guards every table and every object; the control plane holds it while it
- * creates, modifies or destroys objects, the engine holds it for one pass over
- * the work it found.  That keeps object lifetime simple: nothing the engine
- * touches can be freed under it.
+ * creates, modifies or destroys objects, the engine holds it for one bounded
+ * step (one QP's share of a pass) and hands it to any waiter between steps
+ * (engine/engine.c).  That keeps object lifetime simple: nothing the engine
+ * touches can be freed under it within a step; across steps it keeps only
+ * what it checks again (struct urd_xfer).
  */
 #ifndef UNIRDMA_DAEMON_H
 #define UNIRDMA_DAEMON_H

@@ -14,6 +14,7 @@
 
 #define UD_MTU 4096u
 #define FLUSH_BUDGET 256u       /* receive WQEs flushed per step */
+#define FLUSH_COST 512          /* budget bytes one flushed receive WQE costs */
 #define WQE_COST 2048           /* budget bytes one WQE costs besides its payload */
 
 /* IB spec table 45: encoded RNR NAK timer -> microseconds * 100 */
@@ -279,17 +280,13 @@ static void wqe_copy(uint8_t *buf, const uint8_t *slot, uint32_t slot_bytes)
 	memcpy(buf + URD_SEND_WQE_HDR, slot + URD_SEND_WQE_HDR, body);
 }
 
-/* Runs up to budget WQEs of the QP's send queue, and about *bytes bytes of
- * payload (a piece may overshoot it once).  Returns true if work is left (the
- * engine keeps the QP on its active list). */
-bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
+static bool req_run(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes, uint32_t *flush)
 {
 	struct urd_ring *sq = &qp->sq;
 	uint8_t buf[WQE_MAX_BYTES] __attribute__((aligned(64)));
 	uint32_t slot_bytes = 1u << sq->shift;
-	uint32_t flush = FLUSH_BUDGET;
 
-	if (qp->state == IBV_QPS_ERR && comp_recv_flush(qp, &flush))
+	if (qp->state == IBV_QPS_ERR && comp_recv_flush(qp, flush))
 		return true;
 	if (slot_bytes > sizeof(buf) || slot_bytes < URD_SEND_WQE_HDR)
 		return false;
@@ -325,8 +322,21 @@ bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *byte
 			if (r == EXEC_MORE && qp->state != IBV_QPS_ERR)
 				return true;            /* the next piece in the next step */
 		}
-		if (qp->state == IBV_QPS_ERR && comp_recv_flush(qp, &flush))
+		if (qp->state == IBV_QPS_ERR && comp_recv_flush(qp, flush))
 			return true;
 	}
 	return true;
+}
+
+/* Runs up to budget WQEs of the QP's send queue, and about *bytes bytes of
+ * payload (a piece may overshoot it once); flushes of an errored QP's
+ * receive queue count against *bytes too.  Returns true if work is left (the
+ * engine keeps the QP on its active list). */
+bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
+{
+	uint32_t flush = FLUSH_BUDGET;
+	bool more = req_run(qp, now, budget, bytes, &flush);
+
+	*bytes -= (int64_t)(FLUSH_BUDGET - flush) * FLUSH_COST;
+	return more;
 }

