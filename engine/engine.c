@@ -217,12 +217,17 @@ static void engine_lock(struct urd_daemon *d)
 static void engine_unlock(struct urd_daemon *d)
 {
 	bool contended = lock_contended(&d->lock);
-	uint64_t t0, wait = d->engine_lock_slow ? HANDOFF_NS / 40 : HANDOFF_NS;
+	uint64_t t0, wait = HANDOFF_NS;
 
-	d->engine_lock_slow = false;
-	pthread_mutex_unlock(&d->lock);
-	if (!contended)
+	if (!contended) {
+		pthread_mutex_unlock(&d->lock);
 		return;
+	}
+	if (d->engine_lock_slow) {
+		d->engine_lock_slow = false;
+		wait = HANDOFF_NS / 40; /* the 2 may be ours: a short grace only */
+	}
+	pthread_mutex_unlock(&d->lock);
 	d->engine_yields++;     /* only the engine writes it; read racily */
 	t0 = urd_now_ns();
 	while (!lock_taken(&d->lock) && urd_now_ns() - t0 < wait)

@@ -116,6 +116,10 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 	    (qp->type == IBV_QPT_UD && len > UD_MTU))
 		return fail(qp, w, IBV_WC_LOC_LEN_ERR);
 
+	if (__builtin_expect(resume, 0) && len <= ENGINE_PIECE) {
+		xfer_end(qp);           /* cannot happen (the saved copy is long), but never trust it */
+		resume = false;
+	}
 	/* The rate limiter decides when work runs: a tenant cannot bypass it. */
 	if ((qp->vr->qos.rate_bytes || qp->vr->qos.rate_ops) && !resume &&
 	    !(qp->retry_armed && qp->retry_head == qp->sq.head)) {   /* retries were admitted */
@@ -129,7 +133,7 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 		}
 	}
 	piece = (uint32_t)len;
-	if (len > ENGINE_PIECE) {        /* RC only: UD and atomics are short */
+	if (__builtin_expect(len > ENGINE_PIECE, 0)) {  /* RC only: UD and atomics are short */
 		if (resume) {
 			x = qp->xfer;
 			off = x->tx_done;
@@ -149,7 +153,7 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 		if (piece > ENGINE_PIECE)
 			piece = ENGINE_PIECE;
 	}
-	first = vsge_advance(local, n, off);
+	first = off ? vsge_advance(local, n, off) : 0;
 	dst = qp->type == IBV_QPT_RC ? route_rc(qp) : route_ud(qp, w);
 	memset(&pkt, 0, sizeof(pkt));
 	pkt.src = qp;
@@ -177,12 +181,14 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 		x->tx_done = 0;          /* the responder lost the message: send it again */
 		return EXEC_MORE;
 	case RESP_ACK:
-		if (x && off + piece < len) {
-			x->tx_done = off + piece;
-			qp->retry_armed = false;        /* progress: fresh retry counts */
-			return EXEC_MORE;
+		if (x) {
+			if (off + piece < len) {
+				x->tx_done = off + piece;
+				qp->retry_armed = false;        /* progress: fresh retry counts */
+				return EXEC_MORE;
+			}
+			x->tx = false;
 		}
-		xfer_end(qp);
 		if (op->flags & OPF_ATOMIC) {
 			struct vsge r = { .mr = NULL, .off = 0, .len = 8, .flat = (uint8_t *)&pkt.atomic_orig };
 
@@ -302,11 +308,13 @@ static bool req_run(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 			sq_unwatch(sq);
 			return false;   /* RTR/SQD: wait; modify to RTS re-activates us */
 		}
-		if (qp->xfer && qp->xfer->tx && qp->xfer->tx_head != sq->head)
-			xfer_end(qp);   /* not the head any more: cannot happen, but never trust it */
-		if (qp->xfer && qp->xfer->tx)
-			w = (const struct urd_send_wqe *)qp->xfer->wqe;   /* in pieces: its saved copy */
-		else
+		if (__builtin_expect(qp->xfer && qp->xfer->tx, 0)) {
+			if (qp->xfer->tx_head == sq->head)
+				w = (const struct urd_send_wqe *)qp->xfer->wqe; /* in pieces: its saved copy */
+			else
+				xfer_end(qp);   /* not the head any more: cannot happen, but never trust it */
+		}
+		if (w == (const struct urd_send_wqe *)buf)
 			wqe_copy(buf, sq->slots + ((size_t)(sq->head & (sq->n - 1)) << sq->shift), slot_bytes);
 		*bytes -= WQE_COST;
 		if (qp->state == IBV_QPS_ERR) {

@@ -296,9 +296,11 @@ static int remote_piece(struct urd_qp *qp, const struct packet *pkt, uint32_t ac
 	const struct urd_send_wqe *w = pkt->wqe;
 	uint64_t addr = w->remote_addr + pkt->off;
 
+	if (__builtin_expect(pkt->len == pkt->total, 1))      /* whole */
+		return mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, pkt->len, access, t);
 	if (addr < w->remote_addr)
 		return -1;
-	if (pkt->off == 0 && pkt->len != pkt->total &&
+	if (pkt->off == 0 &&
 	    mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, pkt->total, access, t))
 		return -1;
 	return mr_check_remote(qp->vr, qp, w->rkey, addr, pkt->len, access, t);
