@@ -41,7 +41,7 @@ struct futex_waitv {
 };
 #endif
 
-#define QP_BUDGET     32        /* WQEs per QP per pass: fairness between QPs */
+#define QP_BUDGET     32        /* WQEs per QP per step: fairness between QPs */
 #define QP_BYTES      (256 << 10)       /* payload bytes per QP per step (one lock hold) */
 #define VR_BYTES      (1 << 20)         /* payload bytes per vRNIC per pass */
 #define SPIN_NS       (200ull * 1000)   /* keep polling this long after the last work */

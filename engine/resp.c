@@ -291,19 +291,27 @@ static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const str
 /* The target of one piece of an RDMA WRITE or READ.  The first piece checks
  * the whole range, as the RETH's DMA length is checked on a wire; every
  * piece checks its own again (the MR may be gone since the last one). */
-static int remote_piece(struct urd_qp *qp, const struct packet *pkt, uint32_t access, struct vsge *t)
+static __attribute__((noinline)) int remote_piece(struct urd_qp *qp, const struct packet *pkt,
+						   uint32_t access, struct vsge *t)
 {
 	const struct urd_send_wqe *w = pkt->wqe;
 	uint64_t addr = w->remote_addr + pkt->off;
 
-	if (__builtin_expect(pkt->len == pkt->total, 1))      /* whole */
-		return mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, pkt->len, access, t);
 	if (addr < w->remote_addr)
 		return -1;
 	if (pkt->off == 0 &&
 	    mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, pkt->total, access, t))
 		return -1;
 	return mr_check_remote(qp->vr, qp, w->rkey, addr, pkt->len, access, t);
+}
+
+/* The target of an RDMA WRITE or READ, or of its piece. */
+static inline __attribute__((always_inline)) int remote_target(struct urd_qp *qp, const struct packet *pkt,
+							       uint32_t access, struct vsge *t)
+{
+	if (__builtin_expect(pkt->len == pkt->total, 1))
+		return mr_check_remote(qp->vr, qp, pkt->wqe->rkey, pkt->wqe->remote_addr, pkt->len, access, t);
+	return remote_piece(qp, pkt, access, t);
 }
 
 enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
@@ -335,7 +343,7 @@ enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
 	} else if (op->flags & OPF_WRITE) {
 		/* C9-88: a zero-length RDMA WRITE checks no R_Key */
 		t = (struct vsge){ .mr = NULL, .off = 0, .len = 0, .flat = NULL };
-		if (pkt->len && remote_piece(qp, pkt, IBV_ACCESS_REMOTE_WRITE, &t))
+		if (pkt->len && remote_target(qp, pkt, IBV_ACCESS_REMOTE_WRITE, &t))
 			return class_c_error(qp, RESP_NAK_ACCESS);
 		if (!(op->flags & OPF_SEND))
 			sg_copy(&t, 1, pkt->local, pkt->nlocal, pkt->len);
@@ -344,7 +352,7 @@ enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
 		else
 			sg_copy(&t, 1, pkt->local, pkt->nlocal, pkt->len);
 	} else if (op->flags & OPF_READ) {
-		if (pkt->len && remote_piece(qp, pkt, IBV_ACCESS_REMOTE_READ, &t))
+		if (pkt->len && remote_target(qp, pkt, IBV_ACCESS_REMOTE_READ, &t))
 			return class_c_error(qp, RESP_NAK_ACCESS);
 		if (pkt->len)
 			sg_copy(pkt->local, pkt->nlocal, &t, 1, pkt->len);
