@@ -3,9 +3,11 @@
  * Everything here is the daemon's authoritative state.  The region only holds
  * copies that tenants can scribble on.  One mutex (d->lock, "the big lock")
  * guards every table and every object; the control plane holds it while it
- * creates, modifies or destroys objects, the engine holds it for one pass over
- * the work it found.  That keeps object lifetime simple: nothing the engine
- * touches can be freed under it.
+ * creates, modifies or destroys objects, the engine holds it for one bounded
+ * step (one QP's share of a pass) and hands it to any waiter between steps
+ * (engine/engine.c).  That keeps object lifetime simple: nothing the engine
+ * touches can be freed under it within a step; across steps it keeps only
+ * what it checks again (struct urd_xfer).
  */
 #ifndef UNIRDMA_DAEMON_H
 #define UNIRDMA_DAEMON_H
@@ -175,6 +177,7 @@ struct urd_qp {
 	struct urd_qp *wait_next;       /* on the engine's timer list while wait != NONE */
 	struct urd_counters cnt;
 	struct urd_qp *qpn_next;        /* global QPN hash chain */
+	struct urd_xfer *xfer;          /* engine: a message in pieces (engine/engine.h), or NULL */
 };
 
 struct urd_ctx {
@@ -239,6 +242,8 @@ struct urd_vrnic {
 	 * RAM are bounded by it), unmounted at delete; false in harnesses */
 	bool own_mount;
 	uint64_t fs_bytes;
+	uint64_t eng_pass;              /* engine: the pass eng_budget belongs to */
+	int64_t eng_budget;             /* engine: bytes left to this vRNIC in that pass */
 };
 
 #define URD_QPN_BUCKETS 4096
@@ -262,6 +267,19 @@ struct urd_daemon {
 	uint64_t engine_passes, engine_sleeps;
 	gid_t admin_gid;                /* --admin-group: may manage besides root */
 	bool admin_gid_set;
+	/* engine: QPs whose vRNIC spent its budget in this pass; they go first
+	 * in the next one (still "active") */
+	struct urd_qp *defer_head, *defer_tail;
+	uint64_t engine_pass_no;        /* engine: pass counter, for the vRNIC budgets */
+	uint64_t xfer_token;            /* engine: names messages in pieces */
+	uint64_t engine_yields;         /* engine: times it handed the big lock to a waiter */
+	bool engine_lock_slow;          /* engine: took the lock by blocking (engine.c) */
+	/* engine: with more vRNICs than one futex_waitv takes, a second thread
+	 * waits on the rest and kicks the engine (engine.c) */
+	pthread_t engine_waiter;
+	bool engine_waiter_started;
+	uint32_t waiter_kick;           /* the waiter's private futex word */
+	uint32_t waiter_n;              /* words the engine handed it (engine.c), under the big lock */
 };
 
 extern struct urd_daemon *urd_d;

@@ -84,14 +84,29 @@ void comp_send(struct urd_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_st
 	push_or_fatal(qp, qp->scq, &c, false);
 }
 
-/* Flush the receive queue of a QP in the error state (not its SRQ). */
-void comp_recv_flush(struct urd_qp *qp)
+/* Flush the receive queue of a QP in the error state (not its SRQ), and the
+ * receive WQE a SEND in pieces consumed.  At most *budget WQEs (lowered by
+ * what it flushed): the tenant writes prod, and may keep moving it.  Returns
+ * true if WQEs are left for the next call. */
+bool comp_recv_flush(struct urd_qp *qp, uint32_t *budget)
 {
 	struct urd_ring *r = &qp->rq;
 	uint32_t prod;
 
+	if (qp->xfer && qp->xfer->rx) {
+		struct urd_cqe c;
+
+		memset(&c, 0, sizeof(c));
+		c.wr_id = qp->xfer->rx_wr_id;
+		c.status = IBV_WC_WR_FLUSH_ERR;
+		c.vendor_err = IBV_WC_WR_FLUSH_ERR;
+		c.opcode = IBV_WC_RECV;
+		c.qp_num = qp->qpn;
+		qp->xfer->rx = false;
+		cq_push(qp->rcq, &c, false);
+	}
 	if (!r->bytes)
-		return;
+		return false;
 	prod = urd_load_acquire(&r->hdr->prod);
 	if (prod - r->head > r->n)
 		prod = r->head + r->n;  /* a lying producer index: flush at most a ring */
@@ -99,6 +114,9 @@ void comp_recv_flush(struct urd_qp *qp)
 		const struct urd_recv_wqe *w = (const void *)(r->slots + ((size_t)(r->head & (r->n - 1)) << r->shift));
 		struct urd_cqe c;
 
+		if (!*budget)
+			return true;
+		--*budget;
 		memset(&c, 0, sizeof(c));
 		c.wr_id = w->wr_id;
 		c.status = IBV_WC_WR_FLUSH_ERR;
@@ -110,6 +128,7 @@ void comp_recv_flush(struct urd_qp *qp)
 		if (cq_push(qp->rcq, &c, false))
 			break;
 	}
+	return false;
 }
 
 /* The head WQE failed: complete it with st and move the QP to error; the rest

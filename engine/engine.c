@@ -13,9 +13,11 @@
  * Either the engine sees the doorbell in its re-check, or the poster sees
  * engine_sleeping and changes engine_wake so the wait returns at once.
  */
+#include <assert.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -39,8 +41,12 @@ struct futex_waitv {
 };
 #endif
 
-#define QP_BUDGET     32        /* WQEs per QP per pass: fairness between QPs */
+#define QP_BUDGET     32        /* WQEs per QP per step: fairness between QPs */
+#define QP_BYTES      (256 << 10)       /* payload bytes per QP per step (one lock hold) */
+#define VR_BYTES      (1 << 20)         /* payload bytes per vRNIC per pass */
 #define SPIN_NS       (200ull * 1000)   /* keep polling this long after the last work */
+#define HANDOFF_NS    (2ull * 1000 * 1000)      /* longest wait for a waiter to take the lock */
+#define WAITV_MAX     128               /* futex_waitv's limit on words */
 
 void engine_activate(struct urd_qp *qp)
 {
@@ -88,27 +94,45 @@ void engine_unwait(struct urd_qp *qp)
 	}
 }
 
+/* Unlink qp from the list at *head / *tail; false if it is not there. */
+static bool list_unlink(struct urd_qp **head, struct urd_qp **tail, struct urd_qp *qp)
+{
+	struct urd_qp *prev = NULL;
+
+	for (struct urd_qp *q = *head; q; prev = q, q = q->active_next) {
+		if (q != qp)
+			continue;
+		if (prev)
+			prev->active_next = q->active_next;
+		else
+			*head = q->active_next;
+		if (*tail == q)
+			*tail = prev;
+		return true;
+	}
+	return false;
+}
+
 void engine_forget(struct urd_qp *qp)
 {
 	struct urd_daemon *d = qp->vr->d;
 
 	if (qp->active) {
-		struct urd_qp *prev = NULL;
-
-		for (struct urd_qp *q = d->active_head; q; prev = q, q = q->active_next) {
-			if (q != qp)
-				continue;
-			if (prev)
-				prev->active_next = q->active_next;
-			else
-				d->active_head = q->active_next;
-			if (d->active_tail == q)
-				d->active_tail = prev;
-			break;
-		}
+		if (!list_unlink(&d->active_head, &d->active_tail, qp))
+			list_unlink(&d->defer_head, &d->defer_tail, qp);
 		qp->active = false;
 	}
 	engine_unwait(qp);
+	/* going away or to RESET: a message in pieces is dropped on both sides */
+	free(qp->xfer);
+	qp->xfer = NULL;
+}
+
+struct urd_xfer *engine_xfer(struct urd_qp *qp)
+{
+	if (!qp->xfer)
+		qp->xfer = calloc(1, sizeof(*qp->xfer));
+	return qp->xfer;
 }
 
 void engine_kick(struct urd_daemon *d)
@@ -147,11 +171,90 @@ static bool take_doorbells(struct urd_vrnic *vr)
 	return found;
 }
 
-/* One pass; returns true if it did anything.  Big lock held. */
+/* True if a thread is blocked on the big lock.  glibc's mutex word is 0
+ * (free), 1 (held) or 2 (held, waiters sleep on it): the engine reads it so
+ * that every pthread_mutex_lock(&d->lock) in the daemon is served without a
+ * wrapper around it. */
+static bool lock_contended(pthread_mutex_t *m)
+{
+#ifdef __GLIBC__
+	return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) > 1;
+#else
+	(void)m;
+	return true;
+#endif
+}
+
+static bool lock_taken(pthread_mutex_t *m)
+{
+#ifdef __GLIBC__
+	return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) != 0;
+#else
+	(void)m;
+	return false;
+#endif
+}
+
+/* Take the big lock without marking it contended.  glibc's slow path
+ * leaves the word at 2 while we hold it, as if somebody waited, so first try
+ * (trylock never writes 2) while the holder finishes; block only when it
+ * takes long, and remember that the word may then be ours. */
+static void engine_lock(struct urd_daemon *d)
+{
+	for (int i = 0; i < 64; i++) {
+		if (!pthread_mutex_trylock(&d->lock))
+			return;
+		sched_yield();
+	}
+	pthread_mutex_lock(&d->lock);
+	d->engine_lock_slow = true;
+}
+
+/* Release the big lock.  A glibc mutex is not fair: unlock wakes a waiter,
+ * but an engine that locks again at once wins the race nearly always, and
+ * control, admin, metrics and heartbeats would wait behind every pass.  So
+ * when someone waits, let it take the lock before we may try again. */
+static void engine_unlock(struct urd_daemon *d)
+{
+	bool contended = lock_contended(&d->lock);
+	uint64_t t0, wait = HANDOFF_NS;
+
+	if (!contended) {
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	if (d->engine_lock_slow) {
+		d->engine_lock_slow = false;
+		wait = HANDOFF_NS / 40; /* the 2 may be ours: a short grace only */
+	}
+	pthread_mutex_unlock(&d->lock);
+	d->engine_yields++;     /* only the engine writes it; read racily */
+	t0 = urd_now_ns();
+	while (!lock_taken(&d->lock) && urd_now_ns() - t0 < wait)
+		sched_yield();
+}
+
+/* Between two steps: hand the lock over if someone waits for it. */
+static void engine_yield(struct urd_daemon *d)
+{
+	if (!lock_contended(&d->lock))
+		return;
+	engine_unlock(d);
+	engine_lock(d);
+}
+
+/* One pass; returns true if it did anything.  Big lock held, but released
+ * and taken again between QPs when somebody waits for it: each QP's step is
+ * bounded (QP_BUDGET WQEs, about QP_BYTES bytes) and each vRNIC's share of a
+ * pass too (VR_BYTES), so a tenant with huge messages or many QPs delays the
+ * others by a bounded amount.  Everything stays on the daemon's lists while
+ * the lock is free, where engine_forget finds it. */
 static bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer)
 {
-	struct urd_qp *list, *qp;
+	struct urd_qp *qp;
+	uint64_t pass = ++d->engine_pass_no;
 	bool did = false;
+	uint32_t n = 0;
 
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
 		if (d->vrnics[i])
@@ -171,52 +274,142 @@ static bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer
 		}
 	}
 
-	list = d->active_head;
-	d->active_head = d->active_tail = NULL;
-	while ((qp = list)) {
-		list = qp->active_next;
+	/* QPs deferred by the last pass go first */
+	if (d->defer_head) {
+		d->defer_tail->active_next = d->active_head;
+		if (!d->active_head)
+			d->active_tail = d->defer_tail;
+		d->active_head = d->defer_head;
+		d->defer_head = d->defer_tail = NULL;
+	}
+	for (qp = d->active_head; qp; qp = qp->active_next)
+		n++;
+	/* at most the QPs there now: the ones with work left go back to the tail */
+	while (n-- && (qp = d->active_head)) {
+		struct urd_vrnic *vr = qp->vr;
+		int64_t bytes = QP_BYTES;
+
+		d->active_head = qp->active_next;
+		if (!d->active_head)
+			d->active_tail = NULL;
 		qp->active = false;
 		if (qp->wait != QP_WAIT_NONE) {
 			if (qp->wait_until_ns < *next_timer)
 				*next_timer = qp->wait_until_ns;
 			continue;       /* its timer re-activates it */
 		}
+		if (vr->eng_pass != pass) {
+			vr->eng_pass = pass;
+			vr->eng_budget = VR_BYTES;
+		}
 		did = true;
-		if (req_process(qp, now, QP_BUDGET))
+		if (vr->eng_budget <= 0) {
+			/* the vRNIC had its share of this pass */
+			qp->active = true;
+			qp->active_next = NULL;
+			if (d->defer_tail)
+				d->defer_tail->active_next = qp;
+			else
+				d->defer_head = qp;
+			d->defer_tail = qp;
+			continue;
+		}
+		if (req_process(qp, now, QP_BUDGET, &bytes))
 			engine_activate(qp);
 		else if (qp->wait != QP_WAIT_NONE && qp->wait_until_ns < *next_timer)
 			*next_timer = qp->wait_until_ns;
+		vr->eng_budget -= QP_BYTES - bytes;
+		engine_yield(d);
 	}
+	if (d->defer_head)
+		did = true;
 	return did;
+}
+
+static void waitv_set(struct futex_waitv *w, uint32_t *word, uint32_t val)
+{
+	w->val = val;
+	w->uaddr = (uintptr_t)word;
+	w->flags = FUTEX_32;
+	w->__reserved = 0;
+}
+
+/* futex_waitv takes at most 128 words: the engine's kick word and 127
+ * vRNICs.  The words of the vRNICs beyond that go to a second thread, the
+ * waiter, which sleeps on them (and its own kick word) and kicks the engine
+ * when one changes.  It waits with the values the engine read before its
+ * re-check of the doorbells, so no wake-up is lost: a poster that bumped a
+ * word after that read either makes the waiter's futex_waitv return at once
+ * or wakes it.  The list is the big lock's. */
+static struct futex_waitv waiter_list[WAITV_MAX - 1];
+
+static_assert(URD_MAX_VRNICS <= 2 * (WAITV_MAX - 1), "two futex_waitv lists hold every vRNIC");
+
+static void *waiter_main(void *arg)
+{
+	struct urd_daemon *d = arg;
+	struct futex_waitv w[WAITV_MAX];
+	uint32_t seen = 0, n;
+	bool first = true;
+
+	pthread_setname_np(pthread_self(), "urd-engine-wait");
+	for (;;) {
+		uint32_t gen;
+		long r;
+
+		pthread_mutex_lock(&d->lock);
+		if (d->stopping) {
+			pthread_mutex_unlock(&d->lock);
+			break;
+		}
+		gen = urd_load_acquire(&d->waiter_kick);
+		n = 0;
+		if (first || gen != seen) {     /* a list from a new engine sleep */
+			n = d->waiter_n;
+			memcpy(w + 1, waiter_list, n * sizeof(w[0]));
+			seen = gen;
+			first = false;
+		}
+		pthread_mutex_unlock(&d->lock);
+		waitv_set(&w[0], &d->waiter_kick, gen);
+		r = syscall(SYS_futex_waitv, w, 1 + n, 0, NULL, CLOCK_MONOTONIC);
+		if (r > 0) {
+			engine_kick(d);         /* a vRNIC's word */
+		} else if (r < 0 && errno == EAGAIN && urd_load_acquire(&d->waiter_kick) == gen) {
+			/* a vRNIC's word changed before we slept: if our own word had
+			 * changed, the engine slept again and re-checked the doorbells */
+			engine_kick(d);
+		} else if (r < 0 && errno == EFAULT) {
+			engine_kick(d);         /* a region went away: the engine rebuilds the list */
+		}
+	}
+	return NULL;
 }
 
 static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 {
-	struct futex_waitv w[URD_MAX_VRNICS + 1];
+	struct futex_waitv w[WAITV_MAX], over[WAITV_MAX - 1];
 	struct urd_vrnic *vrs[URD_MAX_VRNICS];
-	uint32_t n = 0, nv = 0;
+	uint32_t n = 0, nv = 0, nover = 0;
 	bool poll_only = false, abort_sleep = false;
 	struct timespec ts;
 	uint64_t now = urd_now_ns(), until;
 
-	pthread_mutex_lock(&d->lock);
-	w[n].val = urd_load_acquire(&d->engine_kick);
-	w[n].uaddr = (uintptr_t)&d->engine_kick;
-	w[n].flags = FUTEX_32;
-	w[n].__reserved = 0;
-	n++;
+	engine_lock(d);
+	waitv_set(&w[n++], &d->engine_kick, urd_load_acquire(&d->engine_kick));
 	for (int i = 0; i < URD_MAX_VRNICS; i++) {
 		struct urd_vrnic *vr = d->vrnics[i];
+		uint32_t *word;
 
 		if (!vr)
 			continue;
 		if (vr->vm)      /* not the header flag: tenant-writable */
 			poll_only = true;
-		w[n].val = urd_load_acquire(&vr->hdr->engine_wake);
-		w[n].uaddr = (uintptr_t)&vr->hdr->engine_wake;
-		w[n].flags = FUTEX_32;
-		w[n].__reserved = 0;
-		n++;
+		word = &vr->hdr->engine_wake;
+		if (n < WAITV_MAX)
+			waitv_set(&w[n++], word, urd_load_acquire(word));
+		else
+			waitv_set(&over[nover++], word, urd_load_acquire(word));
 		vrs[nv++] = vr;
 		urd_store_relaxed(&vr->hdr->engine_sleeping, 1);
 	}
@@ -224,13 +417,26 @@ static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 	for (uint32_t i = 0; i < nv; i++)
 		if (urd_load_relaxed(&vrs[i]->db->summary))
 			abort_sleep = true;
-	if (d->active_head)
+	if (d->active_head || d->defer_head)
 		abort_sleep = true;
 	/* a timer that expired since the pass: until - now below would wrap
 	 * into an endless sleep while a QP waits on its RNR/retry timer */
 	if (next_timer <= now)
 		abort_sleep = true;
-	pthread_mutex_unlock(&d->lock);
+	if (!abort_sleep && nover) {
+		if (!d->engine_waiter_started &&
+		    !pthread_create(&d->engine_waiter, NULL, waiter_main, d))
+			d->engine_waiter_started = true;
+		if (!d->engine_waiter_started) {
+			poll_only = true;       /* no thread: poll the vRNICs it would watch */
+		} else {
+			memcpy(waiter_list, over, nover * sizeof(over[0]));
+			d->waiter_n = nover;
+			urd_fetch_add(&d->waiter_kick, 1);
+			urd_futex_wake_all(&d->waiter_kick);
+		}
+	}
+	engine_unlock(d);
 
 	if (!abort_sleep) {
 		until = next_timer;
@@ -248,11 +454,11 @@ static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 		syscall(SYS_futex_waitv, w, n, 0, &ts, CLOCK_MONOTONIC);
 	}
 
-	pthread_mutex_lock(&d->lock);
+	engine_lock(d);
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
 		if (d->vrnics[i])
 			urd_store_relaxed(&d->vrnics[i]->hdr->engine_sleeping, 0);
-	pthread_mutex_unlock(&d->lock);
+	engine_unlock(d);
 }
 
 static void *engine_main(void *arg)
@@ -267,10 +473,10 @@ static void *engine_main(void *arg)
 		uint64_t now = urd_now_ns(), next_timer;
 		bool did;
 
-		pthread_mutex_lock(&d->lock);
+		engine_lock(d);
 		did = engine_pass(d, now, &next_timer);
 		d->engine_passes += did;
-		pthread_mutex_unlock(&d->lock);
+		engine_unlock(d);
 		if (did) {
 			last_work = now;
 			spins = 0;
@@ -306,4 +512,10 @@ void engine_stop(struct urd_daemon *d)
 	d->stopping = 1;
 	engine_kick(d);
 	pthread_join(d->engine_thread, NULL);
+	if (d->engine_waiter_started) {
+		urd_fetch_add(&d->waiter_kick, 1);
+		urd_futex_wake_all(&d->waiter_kick);
+		pthread_join(d->engine_waiter, NULL);
+		d->engine_waiter_started = false;
+	}
 }

@@ -60,6 +60,35 @@ enum resp_result {
 	RESP_NAK_INV_REQ,               /* invalid request, length error, misaligned atomic */
 	RESP_NAK_ACCESS,                /* remote access error */
 	RESP_NAK_OP,                    /* remote operational error */
+	RESP_RESTART,                   /* a later piece found no message state: start it over */
+};
+
+/* Messages longer than this move in pieces of at most this size, one piece
+ * per engine step, so that the big lock is never held for long (issue 9,
+ * finding 3).  A piece lands like a run of packets on a wire; the CQEs are
+ * written when the whole message is done. */
+#define ENGINE_PIECE (256u << 10)
+
+#define WQE_MAX_BYTES 1024u             /* largest send WQE slot the engine takes */
+
+/* A message in pieces, kept per QP between engine steps (allocated when a
+ * QP first needs it, freed by engine_forget). */
+struct urd_xfer {
+	/* requester: the WQE at the SQ head, in progress */
+	bool tx;
+	uint32_t tx_head;               /* its SQ index */
+	uint64_t tx_token;              /* names the message to the responder */
+	uint64_t tx_done;               /* bytes the responder acknowledged */
+	/* the WQE as copied and validated at its start: never read again from
+	 * the region, which the tenant may rewrite meanwhile */
+	uint8_t wqe[WQE_MAX_BYTES] __attribute__((aligned(64)));
+	/* responder: the receive WQE a SEND in pieces consumed (it stays
+	 * consumed by that message; a restarted message reuses it) */
+	bool rx;
+	uint64_t rx_token;
+	uint64_t rx_wr_id;
+	uint32_t rx_nsge;
+	struct urd_sge rx_sge[URD_MAX_SGE];
 };
 
 struct packet {
@@ -68,7 +97,10 @@ struct packet {
 	const struct opcode_info *op;
 	struct vsge *local;             /* gather (send/write) or scatter (read/atomic) list */
 	uint32_t nlocal;
-	uint32_t len;                   /* total payload length */
+	uint32_t len;                   /* this piece's length (the whole message unless in pieces) */
+	uint32_t total;                 /* the message's length */
+	uint64_t off;                   /* this piece's offset in the message */
+	uint64_t token;                 /* the message, across its pieces */
 	uint64_t atomic_orig;           /* result of an atomic */
 	uint32_t rnr_timer;             /* responder's min_rnr_timer, for an RNR NAK */
 };
@@ -79,6 +111,7 @@ int mr_check_local(struct urd_vrnic *vr, struct urd_pd *pd, const struct urd_sge
 int mr_check_remote(struct urd_vrnic *vr, struct urd_qp *qp, uint32_t rkey, uint64_t addr,
 		    uint64_t len, uint32_t need_access, struct vsge *out);
 uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig);
+uint32_t vsge_advance(struct vsge *v, uint32_t n, uint64_t off);
 void sg_copy(const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len);
 
 /* route.c */
@@ -91,11 +124,12 @@ enum resp_result resp_handle(struct urd_qp *dst, struct packet *pkt);
 /* comp.c */
 int cq_push(struct urd_cq *cq, const struct urd_cqe *cqe, bool solicited);
 void comp_send(struct urd_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st);
-void comp_recv_flush(struct urd_qp *qp);
+bool comp_recv_flush(struct urd_qp *qp, uint32_t *budget);
 void comp_fatal(struct urd_qp *qp, enum ibv_wc_status st);
 
-/* req.c */
-bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget);
+/* req.c: runs up to budget WQEs and about *bytes bytes (lowered by what it
+ * did); true if work is left */
+bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes);
 
 /* Counters: every event counts on the QP and on its vRNIC. */
 #define CNT_BOTH(qp, field, n) do { (qp)->cnt.field += (n); (qp)->vr->cnt.field += (n); } while (0)
@@ -117,6 +151,7 @@ static inline void count_rx(struct urd_qp *qp, uint32_t op, uint64_t len)
 }
 
 /* engine.c */
+struct urd_xfer *engine_xfer(struct urd_qp *qp);        /* NULL: out of memory */
 void engine_wait(struct urd_qp *qp, enum urd_qp_wait why, uint64_t until_ns);
 
 #endif

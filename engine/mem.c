@@ -106,3 +106,23 @@ void sg_copy(const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint
 		len -= n;
 	}
 }
+
+/* Drop the first off bytes of the list v[0..n) in place (a message resuming
+ * in its middle); returns the index of the first element left, n if none. */
+uint32_t vsge_advance(struct vsge *v, uint32_t n, uint64_t off)
+{
+	uint32_t i = 0;
+
+	while (i < n && off >= v[i].len) {
+		off -= v[i].len;
+		i++;
+	}
+	if (i < n && off) {
+		if (v[i].mr)
+			v[i].off += off;
+		else
+			v[i].flat += off;
+		v[i].len -= (uint32_t)off;
+	}
+	return i;
+}

@@ -13,7 +13,9 @@
 #include "unirdma/barrier.h"
 
 #define UD_MTU 4096u
-#define WQE_MAX_BYTES 1024u
+#define FLUSH_BUDGET 256u       /* receive WQEs flushed per step */
+#define FLUSH_COST 512          /* budget bytes one flushed receive WQE costs */
+#define WQE_COST 2048           /* budget bytes one WQE costs besides its payload */
 
 /* IB spec table 45: encoded RNR NAK timer -> microseconds * 100 */
 static const uint32_t rnr_timer_10ns[32] = {
@@ -37,7 +39,14 @@ static uint64_t transport_delay_ns(uint32_t timeout)
 	return 4096ull << timeout;
 }
 
-enum exec_result { EXEC_DONE, EXEC_WAIT };
+enum exec_result { EXEC_DONE, EXEC_WAIT, EXEC_MORE /* a piece done, the WQE goes on */ };
+
+/* The WQE at the head no longer moves in pieces. */
+static void xfer_end(struct urd_qp *qp)
+{
+	if (qp->xfer)
+		qp->xfer->tx = false;
+}
 
 /* Free the head slot.  This must happen before the WQE's completion is
  * written: an application that polls the CQE may post into the slot at once
@@ -51,22 +60,28 @@ static void sq_advance(struct urd_ring *sq)
 
 static enum exec_result fail(struct urd_qp *qp, const struct urd_send_wqe *w, enum ibv_wc_status st)
 {
+	xfer_end(qp);
 	sq_advance(&qp->sq);
 	comp_send(qp, w, st);
 	comp_fatal(qp, st);
 	return EXEC_DONE;
 }
 
+/* Runs the WQE w (the head of the SQ), or its next piece when it is longer
+ * than ENGINE_PIECE: the first piece saves the WQE in qp->xfer, and the
+ * following ones run from that copy.  *bytes is lowered by what moved. */
 static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w, uint32_t slot_bytes,
-				uint64_t now)
+				uint64_t now, int64_t *bytes)
 {
 	struct vsge local[ENGINE_MAX_SGE];
 	struct packet pkt;
 	const struct opcode_info *op;
 	struct urd_qp *dst;
+	struct urd_xfer *x = NULL;
 	enum resp_result res;
-	uint64_t len = 0;
-	uint32_t n = 0;
+	uint64_t len = 0, off = 0;
+	uint32_t n = 0, piece, first;
+	bool resume = qp->xfer && qp->xfer->tx;
 
 	if (w->opcode >= URD_WR_NUM_OPCODES)
 		return fail(qp, w, IBV_WC_LOC_QP_OP_ERR);
@@ -101,8 +116,12 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 	    (qp->type == IBV_QPT_UD && len > UD_MTU))
 		return fail(qp, w, IBV_WC_LOC_LEN_ERR);
 
+	if (__builtin_expect(resume, 0) && len <= ENGINE_PIECE) {
+		xfer_end(qp);           /* cannot happen (the saved copy is long), but never trust it */
+		resume = false;
+	}
 	/* The rate limiter decides when work runs: a tenant cannot bypass it. */
-	if ((qp->vr->qos.rate_bytes || qp->vr->qos.rate_ops) &&
+	if ((qp->vr->qos.rate_bytes || qp->vr->qos.rate_ops) && !resume &&
 	    !(qp->retry_armed && qp->retry_head == qp->sq.head)) {   /* retries were admitted */
 		uint64_t until;
 
@@ -113,15 +132,41 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 			return EXEC_WAIT;
 		}
 	}
+	piece = (uint32_t)len;
+	if (__builtin_expect(len > ENGINE_PIECE, 0)) {  /* RC only: UD and atomics are short */
+		if (resume) {
+			x = qp->xfer;
+			off = x->tx_done;
+		} else {
+			x = engine_xfer(qp);
+			if (!x)
+				return fail(qp, w, IBV_WC_LOC_QP_OP_ERR);
+			memcpy(x->wqe, w, slot_bytes);
+			w = (const struct urd_send_wqe *)x->wqe;
+			x->tx = true;
+			x->tx_head = qp->sq.head;
+			x->tx_token = ++qp->vr->d->xfer_token;
+			x->tx_done = 0;
+		}
+		if (len - off < piece)
+			piece = (uint32_t)(len - off);
+		if (piece > ENGINE_PIECE)
+			piece = ENGINE_PIECE;
+	}
+	first = off ? vsge_advance(local, n, off) : 0;
 	dst = qp->type == IBV_QPT_RC ? route_rc(qp) : route_ud(qp, w);
 	memset(&pkt, 0, sizeof(pkt));
 	pkt.src = qp;
 	pkt.wqe = w;
 	pkt.op = op;
-	pkt.local = local;
-	pkt.nlocal = n;
-	pkt.len = (uint32_t)len;
+	pkt.local = local + first;
+	pkt.nlocal = n - first;
+	pkt.len = piece;
+	pkt.total = (uint32_t)len;
+	pkt.off = off;
+	pkt.token = x ? x->tx_token : 0;
 	res = dst ? resp_handle(dst, &pkt) : RESP_SILENT;
+	*bytes -= piece;
 
 	if (qp->type == IBV_QPT_UD)
 		res = RESP_ACK;         /* unreliable: the sender completes either way */
@@ -132,7 +177,18 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 		qp->retry_left = qp->attr.retry_cnt;
 	}
 	switch (res) {
+	case RESP_RESTART:
+		x->tx_done = 0;          /* the responder lost the message: send it again */
+		return EXEC_MORE;
 	case RESP_ACK:
+		if (x) {
+			if (off + piece < len) {
+				x->tx_done = off + piece;
+				qp->retry_armed = false;        /* progress: fresh retry counts */
+				return EXEC_MORE;
+			}
+			x->tx = false;
+		}
 		if (op->flags & OPF_ATOMIC) {
 			struct vsge r = { .mr = NULL, .off = 0, .len = 8, .flat = (uint8_t *)&pkt.atomic_orig };
 
@@ -230,35 +286,65 @@ static void wqe_copy(uint8_t *buf, const uint8_t *slot, uint32_t slot_bytes)
 	memcpy(buf + URD_SEND_WQE_HDR, slot + URD_SEND_WQE_HDR, body);
 }
 
-/* Runs up to budget WQEs of the QP's send queue.  Returns true if work is
- * left (the engine keeps the QP on its active list). */
-bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget)
+static bool req_run(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes, uint32_t *flush)
 {
 	struct urd_ring *sq = &qp->sq;
 	uint8_t buf[WQE_MAX_BYTES] __attribute__((aligned(64)));
 	uint32_t slot_bytes = 1u << sq->shift;
 
-	if (qp->state == IBV_QPS_ERR)
-		comp_recv_flush(qp);
+	if (qp->state == IBV_QPS_ERR && comp_recv_flush(qp, flush))
+		return true;
 	if (slot_bytes > sizeof(buf) || slot_bytes < URD_SEND_WQE_HDR)
 		return false;
 	while (budget--) {
+		const struct urd_send_wqe *w = (const struct urd_send_wqe *)buf;
+		enum exec_result r;
+
+		if (*bytes <= 0)
+			return true;
 		if (sq->seen == sq->head && !sq_fetch(qp))
 			return false;
 		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_ERR) {
 			sq_unwatch(sq);
 			return false;   /* RTR/SQD: wait; modify to RTS re-activates us */
 		}
-		wqe_copy(buf, sq->slots + ((size_t)(sq->head & (sq->n - 1)) << sq->shift), slot_bytes);
-		if (qp->state == IBV_QPS_ERR) {
-			sq_advance(sq);
-			comp_send(qp, (const struct urd_send_wqe *)buf, IBV_WC_WR_FLUSH_ERR);
-		} else if (execute(qp, (const struct urd_send_wqe *)buf, slot_bytes, now) == EXEC_WAIT) {
-			sq_unwatch(sq);         /* its timer re-activates it */
-			return false;
+		if (__builtin_expect(qp->xfer && qp->xfer->tx, 0)) {
+			if (qp->xfer->tx_head == sq->head)
+				w = (const struct urd_send_wqe *)qp->xfer->wqe; /* in pieces: its saved copy */
+			else
+				xfer_end(qp);   /* not the head any more: cannot happen, but never trust it */
 		}
-		if (qp->state == IBV_QPS_ERR)
-			comp_recv_flush(qp);
+		if (w == (const struct urd_send_wqe *)buf)
+			wqe_copy(buf, sq->slots + ((size_t)(sq->head & (sq->n - 1)) << sq->shift), slot_bytes);
+		*bytes -= WQE_COST;
+		if (qp->state == IBV_QPS_ERR) {
+			xfer_end(qp);
+			sq_advance(sq);
+			comp_send(qp, w, IBV_WC_WR_FLUSH_ERR);
+		} else {
+			r = execute(qp, w, slot_bytes, now, bytes);
+			if (r == EXEC_WAIT) {
+				sq_unwatch(sq);         /* its timer re-activates it */
+				return false;
+			}
+			if (r == EXEC_MORE && qp->state != IBV_QPS_ERR)
+				return true;            /* the next piece in the next step */
+		}
+		if (qp->state == IBV_QPS_ERR && comp_recv_flush(qp, flush))
+			return true;
 	}
 	return true;
+}
+
+/* Runs up to budget WQEs of the QP's send queue, and about *bytes bytes of
+ * payload (a piece may overshoot it once); flushes of an errored QP's
+ * receive queue count against *bytes too.  Returns true if work is left (the
+ * engine keeps the QP on its active list). */
+bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
+{
+	uint32_t flush = FLUSH_BUDGET;
+	bool more = req_run(qp, now, budget, bytes, &flush);
+
+	*bytes -= (int64_t)(FLUSH_BUDGET - flush) * FLUSH_COST;
+	return more;
 }

@@ -35,6 +35,8 @@ static const struct urd_recv_wqe *recv_peek(struct urd_qp *qp, uint8_t *buf, uin
 		 * more than fit in the slot) */
 		memcpy(rw, slot, sizeof(*rw));
 		*max_sge = (uint32_t)((bytes - sizeof(struct urd_recv_wqe)) / sizeof(struct urd_sge));
+		if (*max_sge > URD_MAX_SGE)
+			*max_sge = URD_MAX_SGE; /* a slot rounds up to a power of two */
 		sges = rw->num_sge < *max_sge ? rw->num_sge : *max_sge;
 		memcpy(buf + sizeof(*rw), slot + sizeof(*rw), sges * sizeof(struct urd_sge));
 	}
@@ -111,18 +113,15 @@ static void fill_grh(uint8_t grh[GRH_BYTES], const struct urd_qp *src, const str
 	ip[11] = (uint8_t)~sum;
 }
 
-/* Validate the receive WQE's scatter list; returns the number of vsges or -1. */
-static int recv_sges(struct urd_qp *qp, const struct urd_recv_wqe *rw, uint32_t max_sge,
-		     struct vsge *out, uint64_t *room)
+/* Validate a receive scatter list of num elements; returns the number of
+ * vsges or -1. */
+static int recv_sg_check(struct urd_qp *qp, const struct urd_sge *sg, uint32_t num, struct vsge *out,
+			 uint64_t *room)
 {
-	const struct urd_sge *sg = (const struct urd_sge *)(rw + 1);
-	uint32_t limit = qp->srq ? qp->srq->max_sge : qp->cap.max_recv_sge;
 	int n = 0;
 
 	*room = 0;
-	if (rw->num_sge > limit || rw->num_sge > max_sge || rw->num_sge > ENGINE_MAX_SGE)
-		return -1;
-	for (uint32_t i = 0; i < rw->num_sge; i++) {
+	for (uint32_t i = 0; i < num; i++) {
 		if (!sg[i].length)
 			continue;
 		if (mr_check_local(qp->vr, qp->srq ? qp->srq->pd : qp->pd, &sg[i], IBV_ACCESS_LOCAL_WRITE, &out[n]))
@@ -131,6 +130,18 @@ static int recv_sges(struct urd_qp *qp, const struct urd_recv_wqe *rw, uint32_t 
 		n++;
 	}
 	return n;
+}
+
+/* Validate the receive WQE's scatter list; returns the number of vsges or -1. */
+static int recv_sges(struct urd_qp *qp, const struct urd_recv_wqe *rw, uint32_t max_sge,
+		     struct vsge *out, uint64_t *room)
+{
+	uint32_t limit = qp->srq ? qp->srq->max_sge : qp->cap.max_recv_sge;
+
+	*room = 0;
+	if (rw->num_sge > limit || rw->num_sge > max_sge || rw->num_sge > ENGINE_MAX_SGE)
+		return -1;
+	return recv_sg_check(qp, (const struct urd_sge *)(rw + 1), rw->num_sge, out, room);
 }
 
 static enum resp_result class_c_error(struct urd_qp *qp, enum resp_result r)
@@ -144,21 +155,89 @@ static enum resp_result class_c_error(struct urd_qp *qp, enum resp_result r)
 	return r;
 }
 
+/* One piece of an RC SEND moving in pieces.  The first piece consumes a
+ * receive WQE (or reuses the one a restarted message already consumed) and
+ * keeps its scatter list in the QP's xfer; the last writes the CQE.  MRs are
+ * checked again for every piece: the lock was free in between. */
+static enum resp_result recv_piece(struct urd_qp *qp, struct packet *pkt)
+{
+	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge)];
+	struct vsge sg[ENGINE_MAX_SGE];
+	struct urd_xfer *x = qp->xfer;
+	uint64_t room;
+	uint32_t i;
+	int n;
+
+	if (pkt->off == 0) {
+		x = engine_xfer(qp);
+		if (!x) {
+			CNT_BOTH(qp, rnr_naks, 1);
+			return RESP_RNR;        /* no memory for the state: not ready */
+		}
+		if (!x->rx) {
+			const struct urd_recv_wqe *rw;
+			uint32_t max_sge;
+
+			rw = recv_peek(qp, wbuf, &max_sge);
+			if (!rw) {
+				CNT_BOTH(qp, rnr_naks, 1);
+				return RESP_RNR;
+			}
+			n = recv_sges(qp, rw, max_sge, sg, &room);
+			if (n < 0 || room < pkt->total) {
+				recv_commit(qp);
+				recv_complete(qp, rw->wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR,
+					      IBV_WC_RECV, 0, pkt);
+				return class_c_error(qp, n < 0 ? RESP_NAK_OP : RESP_NAK_INV_REQ);
+			}
+			recv_commit(qp);
+			x->rx = true;
+			x->rx_wr_id = rw->wr_id;
+			x->rx_nsge = rw->num_sge;
+			memcpy(x->rx_sge, rw + 1, rw->num_sge * sizeof(struct urd_sge));
+		}
+		x->rx_token = pkt->token;
+	} else if (!x || !x->rx || x->rx_token != pkt->token) {
+		return RESP_RESTART;            /* reset or flushed since the first piece */
+	}
+	n = recv_sg_check(qp, x->rx_sge, x->rx_nsge, sg, &room);
+	if (n < 0 || room < pkt->total) {
+		/* an MR of the receive WQE went away mid-message, or a restarted
+		 * message is longer than the receive WQE it reuses */
+		x->rx = false;
+		recv_complete(qp, x->rx_wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, pkt);
+		return class_c_error(qp, n < 0 ? RESP_NAK_OP : RESP_NAK_INV_REQ);
+	}
+	i = vsge_advance(sg, (uint32_t)n, pkt->off);
+	sg_copy(sg + i, (uint32_t)n - i, pkt->local, pkt->nlocal, pkt->len);
+	if (pkt->off + pkt->len == pkt->total) {
+		x->rx = false;
+		recv_complete(qp, x->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, pkt->total, pkt);
+	}
+	return RESP_ACK;
+}
+
 /* SEND, SEND_WITH_IMM and the receive half of WRITE_WITH_IMM. */
 static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const struct vsge *target)
 {
-	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge) + 64];
+	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge)];
 	uint8_t grh[GRH_BYTES];
 	struct vsge sg[ENGINE_MAX_SGE + 1];
 	const struct urd_recv_wqe *rw;
-	uint32_t max_sge, byte_len = pkt->len;
+	uint32_t max_sge, byte_len = pkt->total;
 	uint64_t room;
 	int n;
 	bool ud = qp->type == IBV_QPT_UD;
-	struct urd_ring *r = qp->srq ? &qp->srq->ring : &qp->rq;
 
-	if (((size_t)1 << r->shift) > sizeof(wbuf))
-		return class_c_error(qp, RESP_NAK_OP);
+	if (qp->xfer && qp->xfer->rx && (pkt->op->flags & OPF_WRITE)) {
+		/* a SEND stopped midway consumed a receive WQE: it is next */
+		qp->xfer->rx = false;
+		sg_copy(target, 1, pkt->local, pkt->nlocal, pkt->len);
+		recv_complete(qp, qp->xfer->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
+		return RESP_ACK;
+	}
+	/* recv_peek copies the header and at most URD_MAX_SGE SGEs, whatever
+	 * the slot size (16 SGEs round up to a 512-byte slot) */
 	rw = recv_peek(qp, wbuf, &max_sge);
 	if (!rw) {
 		CNT_BOTH(qp, rnr_naks, 1);
@@ -177,7 +256,7 @@ static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const str
 		recv_complete(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
 		return RESP_ACK;
 	}
-	if (room < (uint64_t)pkt->len + (ud ? GRH_BYTES : 0)) {
+	if (room < (uint64_t)pkt->total + (ud ? GRH_BYTES : 0)) {
 		recv_commit(qp);
 		recv_complete(qp, rw->wr_id, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, pkt);
 		return ud ? RESP_ACK : class_c_error(qp, RESP_NAK_INV_REQ);
@@ -209,11 +288,38 @@ static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const str
 	return RESP_ACK;
 }
 
+/* The target of one piece of an RDMA WRITE or READ.  The first piece checks
+ * the whole range, as the RETH's DMA length is checked on a wire; every
+ * piece checks its own again (the MR may be gone since the last one). */
+static __attribute__((noinline)) int remote_piece(struct urd_qp *qp, const struct packet *pkt,
+						   uint32_t access, struct vsge *t)
+{
+	const struct urd_send_wqe *w = pkt->wqe;
+	uint64_t addr = w->remote_addr + pkt->off;
+
+	if (addr < w->remote_addr)
+		return -1;
+	if (pkt->off == 0 &&
+	    mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, pkt->total, access, t))
+		return -1;
+	return mr_check_remote(qp->vr, qp, w->rkey, addr, pkt->len, access, t);
+}
+
+/* The target of an RDMA WRITE or READ, or of its piece. */
+static inline __attribute__((always_inline)) int remote_target(struct urd_qp *qp, const struct packet *pkt,
+							       uint32_t access, struct vsge *t)
+{
+	if (__builtin_expect(pkt->len == pkt->total, 1))
+		return mr_check_remote(qp->vr, qp, pkt->wqe->rkey, pkt->wqe->remote_addr, pkt->len, access, t);
+	return remote_piece(qp, pkt, access, t);
+}
+
 enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
 {
 	const struct urd_send_wqe *w = pkt->wqe;
 	const struct opcode_info *op = pkt->op;
 	enum resp_result res = RESP_ACK;
+	bool last = pkt->off + pkt->len == pkt->total;
 	struct vsge t;
 
 	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
@@ -237,16 +343,16 @@ enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
 	} else if (op->flags & OPF_WRITE) {
 		/* C9-88: a zero-length RDMA WRITE checks no R_Key */
 		t = (struct vsge){ .mr = NULL, .off = 0, .len = 0, .flat = NULL };
-		if (pkt->len && mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, pkt->len,
-						IBV_ACCESS_REMOTE_WRITE, &t))
+		if (pkt->len && remote_target(qp, pkt, IBV_ACCESS_REMOTE_WRITE, &t))
 			return class_c_error(qp, RESP_NAK_ACCESS);
-		if (op->flags & OPF_SEND)
-			res = do_recv(qp, pkt, &t);
+		if (!(op->flags & OPF_SEND))
+			sg_copy(&t, 1, pkt->local, pkt->nlocal, pkt->len);
+		else if (last)
+			res = do_recv(qp, pkt, &t);     /* the receive WQE is taken with the last piece */
 		else
 			sg_copy(&t, 1, pkt->local, pkt->nlocal, pkt->len);
 	} else if (op->flags & OPF_READ) {
-		if (pkt->len && mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, pkt->len,
-						IBV_ACCESS_REMOTE_READ, &t))
+		if (pkt->len && remote_target(qp, pkt, IBV_ACCESS_REMOTE_READ, &t))
 			return class_c_error(qp, RESP_NAK_ACCESS);
 		if (pkt->len)
 			sg_copy(pkt->local, pkt->nlocal, &t, 1, pkt->len);
@@ -272,11 +378,14 @@ enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
 		} else {
 			pkt->atomic_orig = __atomic_fetch_add(p, w->compare_add, __ATOMIC_SEQ_CST);
 		}
+	} else if (pkt->len != pkt->total || (qp->xfer && qp->xfer->rx)) {
+		/* in pieces, or the next message after one that stopped midway:
+		 * it goes into the receive WQE that one consumed, in order */
+		res = recv_piece(qp, pkt);
 	} else {
 		res = do_recv(qp, pkt, NULL);
 	}
-	if (res == RESP_ACK) {
-		count_rx(qp, w->opcode, pkt->len);
-	}
+	if (res == RESP_ACK && last)
+		count_rx(qp, w->opcode, pkt->total);
 	return res;
 }
