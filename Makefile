@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # unirdma build.  `make` builds everything into build/; `make demo` and `make test`
 # install their own dependencies first (scripts/install-deps.sh, needs root).
 #

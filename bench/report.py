@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """report.py: turn a results directory of bench/run.sh into report.md, PNG
 plots (gnuplot) and a one-screen summary on stdout.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # bench/run.sh: unirdma's benchmark suite (bench/README.md).  `make bench`
 # and `make bench-full` call it after building; it needs root (containers).
 #
@@ -48,7 +49,7 @@ while [ $# -gt 0 ]; do
 	--reps) REPS=$2; shift ;;
 	--only) ONLY=$2; shift ;;
 	--nice) NICE=$2; shift ;;
-	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown option $1 (--help)" >&2; exit 2 ;;
 	esac
 	shift

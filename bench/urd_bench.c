@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* urd_bench: the verbs benchmark of unirdma's suite (bench/README.md).
  *
  * A client and a server, each in a container of its own vRNIC, connect RC

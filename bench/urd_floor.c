@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* urd_floor: what this machine can do without any RDMA layer, at the sizes of
  * the verbs sweeps (bench/README.md).  The floors the report compares with:
  *

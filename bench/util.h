@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Small helpers shared by the benchmark programs (urd_bench, urd_floor). */
 #ifndef UNIRDMA_BENCH_UTIL_H
 #define UNIRDMA_BENCH_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* admin.c: client side of unirdmad's admin protocol.
  *
  * One exchange per connection on STATE_DIR/admin.sock: the client sends one

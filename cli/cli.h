@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* cli.h: shared declarations of the `unirdma` command-line tool.
  *
  * The CLI is a thin client of unirdmad's admin socket (admin.c) plus a small

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* cmd-daemon.c: `unirdma daemon ping|stop`. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* cmd-exec.c: `unirdma exec`: run a program as a tenant of a vRNIC, in a
  * fresh container (container.c) or, with --no-container, on the host. */
 #ifndef _GNU_SOURCE

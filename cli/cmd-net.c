@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* cmd-net.c: `unirdma net-down`: remove the containers' bridge namespace. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* cmd-vm.c: `unirdma vm-args`: the QEMU options that attach a VM vRNIC.
  *
  * A VM vRNIC (`vrnic create --vm`) has two files in its directory, both

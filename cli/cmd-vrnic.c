@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* cmd-vrnic.c: `unirdma vrnic create|delete|list|show`. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* container.c: the container of `unirdma exec`.
  *
  * A child is cloned into new mount, network, PID, IPC and UTS namespaces. It

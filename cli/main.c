@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* main.c: `unirdma` entry point: global options, the command table, help.
  *
  * Each command is one table entry; its usage text and code live in the

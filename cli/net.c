@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* net.c: the containers' bridge network, like a container runtime's default
  * bridge, but with the bridge in a network namespace of its own rather than
  * in the host's: the host namespace gets no interfaces and no addresses.

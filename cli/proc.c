@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* proc.c: running child programs: exec with exit codes like a shell's,
  * waiting while forwarding signals, quiet helper runs (ip). */
 #ifndef _GNU_SOURCE

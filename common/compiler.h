@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Compiler helpers shared by the library and the daemon. */
 #ifndef UNIRDMA_COMPILER_H
 #define UNIRDMA_COMPILER_H

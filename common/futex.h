@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Shared (non-private) futex calls on words inside a vRNIC region.  The region
  * is mapped by several processes, so FUTEX_PRIVATE_FLAG must never be used. */
 #ifndef UNIRDMA_FUTEX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Timestamped log lines on stderr. */
 #include <stdarg.h>
 #include <stdio.h>

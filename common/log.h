@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Logging for the daemon and the CLI (the library logs only with UNIRDMA_DEBUG). */
 #ifndef UNIRDMA_LOG_H
 #define UNIRDMA_LOG_H

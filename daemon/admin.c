@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The admin socket: STATE/admin.sock, one JSON request per connection, one
  * JSON answer.  Only root (and --admin-group) may manage vRNICs: the peer's
  * credentials are checked at accept and anyone else gets one refusal at once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Control plane: one thread per vRNIC serves the context mailboxes of its
  * region, and watches the liveness of the contexts.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* unirdmad's private model: vRNICs, contexts and the verbs objects behind them.
  *
  * Everything here is the daemon's authoritative state.  The region only holds

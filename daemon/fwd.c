@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The forwarding data path: a benchmark baseline (FreeFlow's design), where
  * every data verb is a control request that the daemon executes for the
  * application.  Layouts and the trust notes are in unirdma/fwd.h; how bench/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* SIGBUS guard for the daemon's mappings of tenant-writable files.
  *
  * A tenant holds its region file open read-write, so it can ftruncate() it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* unirdmad: the host daemon.  One per host (per state directory): it owns the
  * vRNICs, serves their control mailboxes and runs the software RNIC engine. */
 #include <errno.h>

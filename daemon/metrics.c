@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Prometheus text-format metrics on a local HTTP endpoint (libmicrohttpd):
  * per-vRNIC traffic by opcode, errors, RNR, retries, cross-tenant drops,
  * rate-limiter delays, object counts and memory; per-QP traffic totals; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Control requests: the verbs objects behind each context, their validation,
  * and their release when a context closes or dies.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* VM vRNICs: the same region served to a QEMU guest as an ivshmem-plain BAR,
  * with the guest's RAM shared with the daemon (vhost-user style).
  *

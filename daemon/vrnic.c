@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* vRNIC lifecycle: the region file, its header, and the allocators for the
  * ring arena and the container memory window. */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Completer: writes CQEs, raises completion events for armed CQs, and turns a
  * CQ overrun into IBV_EVENT_CQ_ERR (the QP that overran it gets
  * IBV_EVENT_QP_FATAL and goes to the error state, as on real RNICs). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The engine thread: finds QPs with work through the doorbell bitmaps, runs
  * their send queues, keeps the timers of QPs waiting for an RNR or transport
  * retry, and sleeps when there is nothing to do.

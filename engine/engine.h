@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The software RNIC engine's internal interfaces.
  *
  * The engine plays the hardware: it is the only party that moves bytes

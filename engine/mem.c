@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Memory protection and data movement: every access to registered memory is
  * checked here against the daemon's private MR table (key, PD, bounds,
  * access flags) before a byte moves.  Bytes move once, from the source MR to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Rate limiting: per-vRNIC token buckets in bytes/s and operations/s.
  *
  * The engine asks qos_admit() before it starts a WQE.  Buckets refill at the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Requester: executes the WQEs of one send queue in order (RC ordering, IB
  * spec 9.5), with the retry rules of a real RC requester:
  *   no answer   -> retry after the transport timer, retry_cnt times, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Responder: the destination side of one request.
  *
  * Checks, in the order a real RNIC applies them: the QP can receive (RTR, RTS

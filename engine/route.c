@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Addressing: where does a QP's traffic go?  This is the one place that
  * answers "where is this GID / QPN" (a fabric between hosts will answer it
  * later) and the place that enforces tenant isolation: a vRNIC reaches only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* ah.c - address handles.  They live only in the library: post_send copies
  * the address into every UD work request, and the engine checks it there
  * (a tenant can only reach vRNICs of its own virtual network). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * compat.c - the parts of the libibverbs ABI that have nothing to do with
  * unirdma's own devices.

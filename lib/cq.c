@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* cq.c - completion queues: create/destroy, poll_cq, req_notify_cq and the
  * extended (ibv_cq_ex) polling interface.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* ctrl.c - the control mailbox of a context, and the futex helpers.
  *
  * A context owns one slot of the region (claimed with an OFD lock, see

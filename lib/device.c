@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* device.c - vRNIC discovery, the device list, opening and closing a context,
  * and the device/port/GID/P_Key queries.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* event.c - completion channels, async events and the per-context event
  * thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* fwd.c - the forwarding data path: a BENCHMARK BASELINE, not a product
  * feature (bench/README.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* fwd.h - the forwarding data path of the library: a benchmark baseline
  * (FreeFlow's design), selected with UNIRDMA_DATAPATH=forward.  See
  * include/unirdma/fwd.h and bench/README.md. */

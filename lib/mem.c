@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* mem.c - memory registration: moving the application's pages onto the vRNIC
  * file, the per-device table of moved pages, and fork.
  *

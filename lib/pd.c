@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* pd.c - protection domains, and the import verbs a vRNIC does not offer. */
 #include <errno.h>
 #include <stdlib.h>

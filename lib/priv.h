@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* priv.h - internal types of unirdma's libibverbs.so.1.
  *
  * Every object an application sees (ibv_context, ibv_cq, ibv_qp, ...) is the

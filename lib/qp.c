@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* qp.c - queue pairs: create/modify/query/destroy, post_send, post_recv and
  * the ibv_wr_* (ibv_qp_ex) interface.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* srq.c - shared receive queues.
  *
  * The SRQ ring works like a QP's receive ring (qp.c): we write receive WQEs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* vm.c - the library inside a QEMU guest.
  *
  * The same library, the same region layout: only the way the region arrives

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Benchmarks (bench/README.md): `make bench` runs the quick comparison (under
 # 5 minutes), `make bench-full` every sweep.  Both install their dependencies
 # first (scripts/install-deps.sh), need root (containers, apt-get), build what

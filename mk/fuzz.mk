@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # libFuzzer targets for the daemon's parsers of untrusted input (tests/fuzz/).
 #
 #   make fuzz-build     build/fuzz/fuzz_ctrl, build/fuzz/fuzz_wqe (clang,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # VM tests (tests/vm/, tests/integration/vm.sh): the guest-side test program,
 # linked against our libibverbs like the other test tools.  The guest image
 # itself (kernel + initramfs) is built by tests/vm/build-image.sh when the

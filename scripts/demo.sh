@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # demo.sh: unirdma end to end. Starts a private unirdmad, creates two vRNICs
 # of one tenant, and runs unmodified RDMA programs (ibv_rc_pingpong, then
 # ib_write_bw) between two containers through unirdma's libibverbs.

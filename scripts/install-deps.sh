@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # install-deps.sh: install what building unirdma, its tests and its demo need
 # (Debian/Ubuntu packages). Idempotent: does nothing when all are installed.
 # As root it runs apt-get; otherwise it prints the command to run and fails.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # check-exports.sh - does our libibverbs.so.1 export exactly what rdma-core's does?
 #
 # Unmodified verbs programs and the rdma-core providers they load (libmlx5,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # run-tests.sh: runs unirdma's test suite and prints one line per test.
 #
 # usage: tests/run-tests.sh [-t SECONDS] [-l] [FILTER...]
@@ -14,6 +15,7 @@
 #                              t_opcodes also runs as `t_opcodes event` and
 #                              `t_opcodes noglobal`.
 #   tests/check-exports.sh     the library's exported symbols
+#   tests/check-license.sh     every source file's SPDX line, the licence texts
 #   tests/integration/X.sh     one test per case (X:CASE); each starts its own
 #                              daemon (tests/integration/lib.sh)
 #
@@ -38,7 +40,7 @@ TIMEOUT=${UNIRDMA_TEST_TIMEOUT:-120}
 WRAP=${UNIRDMA_WRAP:-}
 LIST_ONLY=0
 
-usage() { sed -n '3,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while getopts "t:lh" opt; do
 	case $opt in
 	t) TIMEOUT=$OPTARG ;;
@@ -85,6 +87,8 @@ collect_tests() {
 	done
 	[ -f "$TOP/tests/check-exports.sh" ] &&
 		add_test check-exports script "$(printf 'bash %q' "$TOP/tests/check-exports.sh")"
+	[ -f "$TOP/tests/check-license.sh" ] &&
+		add_test check-license script "$(printf 'bash %q' "$TOP/tests/check-license.sh")"
 	for f in "$TOP"/tests/integration/*.sh; do
 		[ "$(basename "$f")" = lib.sh ] && continue
 		name=$(basename "$f" .sh)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The vRNIC region: the one interface between a tenant (our libibverbs, in a
  * container or a VM guest) and unirdmad.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* All atomics that cross the vRNIC region go through this header.
  *
  * The region is shared between processes that do not trust each other (a tenant

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The forwarding data path: a BENCHMARK BASELINE, not a product feature.
  *
  * With UNIRDMA_DATAPATH=forward in its environment, the library sends every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The fuzz harness's oracle: the daemon's private model is consistent with
  * itself (see harness.h).  Built without coverage instrumentation: these
  * scans of whole tables would slow every input down and their comparisons

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* fuzz_ctrl: libFuzzer target for the control-request decoder (ctrl_dispatch
  * and every handler in daemon/objects.c), with the tenant scribbling on its
  * region between requests.

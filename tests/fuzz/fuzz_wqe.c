@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* fuzz_wqe: libFuzzer target for the engine's validation of what a tenant
  * writes into its rings: send and receive WQEs (opcodes, flags, SGEs, keys,
  * lengths, inline data, UD addresses), producer indices, CQ consumer indices

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* In-process unirdmad for the libFuzzer targets: see harness.h.
  *
  * The engine's pass function is static in engine/engine.c; this file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* In-process unirdmad for the libFuzzer targets (tests/fuzz/fuzz_*.c).
  *
  * The harness builds the daemon the way daemon/main.c does, but with no

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # cli.sh: the unirdma CLI against a private daemon: vRNIC lifecycle, --json,
 # exit codes and messages, and what a container of `unirdma exec` looks like.
 . "$(dirname "$0")/lib.sh"

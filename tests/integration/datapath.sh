@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # datapath.sh: proofs about the data path and the library's quality.
 #   bypass      post_send/post_recv/poll_cq make no syscall and send no control
 #               request in the steady state: strace -c over ib_write_bw with 2,000

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # fuzz.sh: bounded runs of the libFuzzer targets for the daemon's parsers of
 # untrusted input (tests/fuzz, built by mk/fuzz.mk with clang,
 # -fsanitize=fuzzer,address,undefined).

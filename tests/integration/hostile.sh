@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # hostile.sh: a hostile tenant cannot hurt the daemon or another tenant.
 #
 # tests/tools/hostile runs in a container of its own vRNIC for

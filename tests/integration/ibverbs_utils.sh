@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # ibverbs_utils.sh: rdma-core's example programs (package ibverbs-utils),
 # unmodified, in containers of two vRNICs through our libibverbs.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # isolation.sh: tenants (virtual networks) are isolated from each other.
 #
 # A vRNIC reaches only vRNICs of its own tenant: traffic to another tenant's

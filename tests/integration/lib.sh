@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # lib.sh: helpers for the integration tests (sourced, not run).
 #
 # A test file registers cases and hands over to run_cases:

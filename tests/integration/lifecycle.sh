@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # lifecycle.sh: what happens when applications and the daemon die
 # (DESIGN.md section 7; daemon/ctrl.c liveness, lib/event.c DEVICE_FATAL).
 #

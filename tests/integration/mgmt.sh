@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # mgmt.sh: the management plane: quotas, rate limits, counters (CLI, JSON and
 # Prometheus), deleting a vRNIC in use, and who may manage.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # nodaemon.sh: our libibverbs with no daemon and no vRNIC: ibv_devices lists
 # nothing and exits cleanly, whatever the device directory looks like.
 . "$(dirname "$0")/lib.sh"

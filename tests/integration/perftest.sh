@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # perftest.sh: the perftest suite (ib_{write,read,send}_{bw,lat},
 # ib_atomic_{bw,lat}), unmodified, between containers of two vRNICs.
 # Iteration counts are cut (-n) where the defaults would make the file slow;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # qperf.sh: qperf's RDMA tests, unmodified: `qperf` serving in a container of
 # one vRNIC, `qperf IP -t 2 TEST` in a container of the other, one case per
 # test. A case fails on an error message or a figure of 0.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # vm.sh: the same vRNIC served to QEMU guests (ivshmem BAR + shared guest
 # RAM), between guests and containers, through one unirdmad.
 #

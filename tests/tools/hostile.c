@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* hostile: a tenant that attacks unirdmad through its own vRNIC region.
  *
  * It uses our libibverbs as any application does (PD, MR, CQs, RC QPs

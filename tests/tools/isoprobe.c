@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* isoprobe: tenant-isolation probes for tests/integration/isolation.sh.
  *
  *   isoprobe victim --info FILE --go FILE [--expect intact|touched] [--timeout S]

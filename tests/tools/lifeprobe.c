@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* lifeprobe: lifecycle probes for tests/integration/lifecycle.sh.
  *
  *   lifeprobe stream --me FILE --peer FILE [--survive] [--timeout S]

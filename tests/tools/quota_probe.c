@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* quota_probe: exhausts one vRNIC quota through the verbs API and prints what
  * happened, one "key=value" per line, for tests/integration/mgmt.sh.
  *

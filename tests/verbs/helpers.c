@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Shared helpers for the verbs tests: see helpers.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

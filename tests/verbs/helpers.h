@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Shared helpers for the verbs tests under tests/verbs/.
  *
  * Every test is a standalone program: exit 0 = pass, 1 = fail, 77 = skip (no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_async_many: every asynchronous event reaches the application, even when
  * far more arrive at once than the context's event ring holds (64).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_cq_overflow: a CQ overrun raises IBV_EVENT_CQ_ERR.
  *
  * ibv_poll_cq(3) NOTES: "In case of a CQ overrun, the async event

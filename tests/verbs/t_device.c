@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_device: a vRNIC looks like a RoCEv2 device (DESIGN.md 5, VERBS-ABI facts).
  *
  * For every device in the list: node_type IBV_NODE_CA, transport

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_doorbell: no post is ever lost between the library and the engine.
  *
  * The library skips the doorbell while the engine is running a send queue

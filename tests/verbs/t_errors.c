@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_errors: protection errors on RC, and the flush that follows them.
  *
  * Remote errors (the responder refuses; IBA 9.7.5.2.4 NAK Remote Access

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_ex_api: the extended verbs.
  *
  * - ibv_query_device_ex agrees with ibv_query_device (ibv_query_device_ex(3)).

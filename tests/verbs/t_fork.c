@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_fork: fork() after memory registration.
  *
  * An application registers memory, connects a QP, then forks (without

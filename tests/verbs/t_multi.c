@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_multi: several users of one device.
  *
  * 1. Several processes: two children are forked BEFORE anything touches the

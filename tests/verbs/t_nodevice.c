@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_nodevice: no vRNIC at all is an empty list, not an error.
  *
  * UNIRDMA_DEVDIR points at an empty directory before the first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_opcodes: every RC opcode moves exactly the right bytes, with the right
  * completions.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_ordering: RC ordering and unsignaled completions.
  *
  * Part 1: 1000 messages on one RC QP (connected with is_global=0, dlid=0, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_qp_state: the RC QP state machine (IBA 10.3.1, ibv_modify_qp(3) tables).
  *
  * - A new QP is in RESET; ibv_query_qp reports state, caps (in attr.cap and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_rnr: Receiver Not Ready handling on RC (IBA 9.7.5.2.8, 10.8.3).
  *
  * 1. rnr_retry = 0 and no receive posted at the responder: the SEND completes

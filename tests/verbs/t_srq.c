@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_srq: a shared receive queue.
  *
  * - ibv_create_srq / ibv_query_srq: max_wr and max_sge at least as requested,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_ud: UD sends through an address handle.
  *
  * - ibv_create_ah with a GRH (dgid = the peer's GID index 0, RoCE needs the

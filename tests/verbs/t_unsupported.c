@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_unsupported: what the engine may not support fails cleanly.
  *
  * Each call either works or returns a clear error: NULL with errno set

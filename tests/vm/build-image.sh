@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # build-image.sh: the guest of the VM tests (tests/integration/vm.sh).
 #
 #   tests/vm/build-image.sh [--build BUILD_DIR] [--out DIR] [--quiet]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # shellcheck shell=dash
 # Helpers for the guest's /urd/run.sh (installed as /etc/urd-lib.sh).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* urd_vmtool: the VM tests' own program (tests/integration/vm.sh).  It runs
  * in a guest, in a container or on the host, against unirdma's libibverbs.
  *

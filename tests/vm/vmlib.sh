@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # shellcheck shell=bash
 # vmlib.sh: QEMU guests for the integration tests (sourced after
 # tests/integration/lib.sh; used by tests/integration/vm.sh).
