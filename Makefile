@@ -28,13 +28,15 @@ LIB_OBJ    := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(COMMON_SRC))
 DAEMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_SRC) $(COMMON_SRC))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC) $(COMMON_SRC))
 TESTS      := $(patsubst tests/verbs/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+UNIT_SRC   := $(wildcard tests/unit/u_*.c)
+UNITS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TOOLS      := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 
 LIBIBVERBS := $(BUILD)/lib/libibverbs.so.1
 DAEMON     := $(BUILD)/bin/unirdmad
 CLI        := $(BUILD)/bin/unirdma
 
-all: $(LIBIBVERBS) $(DAEMON) $(CLI) $(TESTS) $(TOOLS)
+all: $(LIBIBVERBS) $(DAEMON) $(CLI) $(TESTS) $(UNITS) $(TOOLS)
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -64,6 +66,12 @@ $(BUILD)/tests/%: tests/verbs/%.c tests/verbs/helpers.c tests/verbs/helpers.h $(
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/verbs -o $@ $< tests/verbs/helpers.c $(LDFLAGS) \
 		-L$(BUILD)/lib -l:libibverbs.so.1 -Wl,-rpath-link,$(BUILD)/lib -lpthread
+
+# Unit tests: one daemon part linked on its own (tests/unit/u_NAME.c names
+# what it links below).
+$(BUILD)/tests/u_alloc: tests/unit/u_alloc.c daemon/alloc.c daemon/daemon.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ tests/unit/u_alloc.c daemon/alloc.c $(LDFLAGS)
 
 # Test tools: one program per file, for the integration tests (hostile
 # tenants, isolation probes, ...); they link against our library like the tests.

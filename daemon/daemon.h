@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <bsd/sys/tree.h>    /* header-only red-black tree macros (libbsd-dev) */
+
 #include "compiler.h"
 #include "unirdma/abi.h"
 
@@ -33,11 +35,12 @@ struct urd_ctx;
 struct urd_extent {
 	uint64_t off;
 	uint64_t len;
-	struct urd_extent *next;
+	RB_ENTRY(urd_extent) node;      /* alloc.c's tree of free extents, by offset */
 };
 
 struct urd_alloc {
-	struct urd_extent *free_list;   /* sorted by offset */
+	RB_HEAD(urd_extents, urd_extent) free;
+	uint64_t nfree;                 /* free extents */
 	uint64_t base, size, used;
 	/* >= 0: alloc_get allocates the pages of what it hands out in this
 	 * file first (the ring arena), so that a tenant who fills its file
@@ -305,6 +308,7 @@ void vrnic_fail(struct urd_vrnic *vr, const char *why);
 /* The thread that turns guard faults into vrnic_fail (main.c starts it). */
 int vrnic_monitor_start(struct urd_daemon *d);
 void vrnic_monitor_stop(void);
+/* alloc.c: byte extents of the ring arena and the memory window */
 int alloc_init(struct urd_alloc *a, uint64_t base, uint64_t size);
 int alloc_get(struct urd_alloc *a, uint64_t len, uint64_t align, uint64_t *off);
 void alloc_put(struct urd_alloc *a, uint64_t off, uint64_t len);

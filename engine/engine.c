@@ -235,13 +235,15 @@ static void engine_unlock(struct urd_daemon *d)
 		sched_yield();
 }
 
-/* Between two steps: hand the lock over if someone waits for it. */
-static void engine_yield(struct urd_daemon *d)
+/* Between two steps: hand the lock over if someone waits for it.  True if
+ * it did (time passed: the caller's idea of now is stale). */
+static bool engine_yield(struct urd_daemon *d)
 {
 	if (!lock_contended(&d->lock))
-		return;
+		return false;
 	engine_unlock(d);
 	engine_lock(d);
+	return true;
 }
 
 /* One pass; returns true if it did anything.  Big lock held, but released
@@ -320,7 +322,10 @@ static bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer
 		else if (qp->wait != QP_WAIT_NONE && qp->wait_until_ns < *next_timer)
 			*next_timer = qp->wait_until_ns;
 		vr->eng_budget -= QP_BYTES - bytes;
-		engine_yield(d);
+		/* RNR and retry timers are armed from now: after a hand-over,
+		 * which may take milliseconds, they would fire early */
+		if (engine_yield(d))
+			now = urd_now_ns();
 	}
 	if (d->defer_head)
 		did = true;

@@ -205,7 +205,12 @@ int urd_ctrl(struct urd_context *ctx, uint16_t op, void *req, uint32_t req_len,
 		goto out;
 	}
 	memcpy(ctx->req_area, req, req_len);
-	seq = ++ctx->seq;
+	/* Never a seq that resp_seq already holds: after an abandoned request
+	 * it holds the mark ~old, which is old + 1 for old = 0x7fffffff or
+	 * 0xffffffff, and would pass for this request's answer. */
+	do
+		seq = ++ctx->seq;
+	while (seq == urd_load_acquire(&ctx->slot->resp_seq));
 	/* Pairs with the daemon's acquire of req_seq: it sees the request. */
 	urd_store_release(&ctx->slot->req_seq, seq);
 	urd_fetch_add(&ctx->hdr->ctrl_bell, 1);

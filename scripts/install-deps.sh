@@ -9,6 +9,7 @@ pkgs=(
 	build-essential clang pkg-config # compilers, make
 	libclang-rt-14-dev               # clang's sanitizer and libFuzzer runtimes (only recommended by clang-14)
 	libibverbs-dev libjson-c-dev     # verbs headers (ABI we implement), JSON for the admin protocol
+	libbsd-dev                       # <bsd/sys/tree.h>: the daemon's red-black tree macros (header only)
 	libmicrohttpd-dev                # the daemon's Prometheus metrics endpoint
 	ibverbs-utils perftest qperf     # unmodified verbs programs the tests and the demo run
 	iproute2 util-linux procps       # ip, unshare/nsenter, ps: containers and their network

@@ -14,6 +14,7 @@
 #                              UNIRDMA_DEVDIR is a directory of links to both.
 #                              t_opcodes also runs as `t_opcodes event` and
 #                              `t_opcodes noglobal`.
+#   build/tests/u_*            unit tests of one daemon part (tests/unit), no daemon
 #   tests/check-exports.sh     the library's exported symbols
 #   tests/check-license.sh     every source file's SPDX line, the licence texts
 #   tests/integration/X.sh     one test per case (X:CASE); each starts its own
@@ -84,6 +85,10 @@ collect_tests() {
 			add_test "$name:event" c "$(printf '%q event' "$f")"
 			add_test "$name:noglobal" c "$(printf '%q noglobal' "$f")"
 		fi
+	done
+	for f in "$BUILD"/tests/u_*; do     # unit tests: one daemon part, no daemon
+		[ -f "$f" ] && [ -x "$f" ] || continue
+		add_test "$(basename "$f")" script "$(printf '%q' "$f")"
 	done
 	[ -f "$TOP/tests/check-exports.sh" ] &&
 		add_test check-exports script "$(printf 'bash %q' "$TOP/tests/check-exports.sh")"
