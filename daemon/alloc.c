@@ -126,3 +126,14 @@ void alloc_put(struct urd_alloc *a, uint64_t off, uint64_t len)
 	RB_INSERT(urd_extents, &a->free, e);
 	a->nfree++;
 }
+
+/* The free extents in offset order (consistency checks of the fuzzers). */
+const struct urd_extent *alloc_first_free(const struct urd_alloc *a)
+{
+	return RB_MIN(urd_extents, (struct urd_extents *)&a->free);
+}
+
+const struct urd_extent *alloc_next_free(const struct urd_extent *e)
+{
+	return RB_NEXT(urd_extents, NULL, (struct urd_extent *)e);
+}

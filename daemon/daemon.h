@@ -313,6 +313,8 @@ int alloc_init(struct urd_alloc *a, uint64_t base, uint64_t size);
 int alloc_get(struct urd_alloc *a, uint64_t len, uint64_t align, uint64_t *off);
 void alloc_put(struct urd_alloc *a, uint64_t off, uint64_t len);
 void alloc_fini(struct urd_alloc *a);
+const struct urd_extent *alloc_first_free(const struct urd_alloc *a);
+const struct urd_extent *alloc_next_free(const struct urd_extent *e);
 
 /* ctrl.c */
 void *ctrl_thread_main(void *arg);

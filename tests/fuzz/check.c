@@ -46,22 +46,26 @@ static bool pset_has(const struct pset *s, const void *p)
 
 static void check_alloc(const char *what, const struct urd_alloc *a)
 {
-	uint64_t free_bytes = 0, end = a->base;
+	uint64_t free_bytes = 0, end = a->base, nfree = 0;
 
 	if (a->used > a->size)
 		fz_fail("%s: used %llu > size %llu", what, (unsigned long long)a->used,
 			(unsigned long long)a->size);
-	for (const struct urd_extent *e = a->free_list; e; e = e->next) {
+	for (const struct urd_extent *e = alloc_first_free(a); e; e = alloc_next_free(e)) {
 		if (!e->len || e->off < end || e->off + e->len > a->base + a->size ||
 		    e->off + e->len < e->off)
 			fz_fail("%s: bad free extent [%#llx, +%#llx)", what, (unsigned long long)e->off,
 				(unsigned long long)e->len);
-		if (e != a->free_list && e->off == end)
+		if (e != alloc_first_free(a) && e->off == end)
 			fz_fail("%s: adjacent free extents at %#llx not merged", what,
 				(unsigned long long)e->off);
 		end = e->off + e->len;
 		free_bytes += e->len;
+		nfree++;
 	}
+	if (nfree != a->nfree)
+		fz_fail("%s: %llu free extents, the allocator counts %llu", what,
+			(unsigned long long)nfree, (unsigned long long)a->nfree);
 	if (free_bytes + a->used != a->size)
 		fz_fail("%s: free %llu + used %llu != size %llu", what, (unsigned long long)free_bytes,
 			(unsigned long long)a->used, (unsigned long long)a->size);

@@ -404,7 +404,9 @@ static void setup(void)
 	for (int i = 0; i < FZ_NVR; i++) {
 		struct urd_vrnic *vr = fz_vr[i];
 
-		S.arena_end[i] = vr->arena.free_list ? vr->arena.free_list->off : URD_REGION_CTRL_SIZE;
+		const struct urd_extent *e = alloc_first_free(&vr->arena);
+
+		S.arena_end[i] = e ? e->off : URD_REGION_CTRL_SIZE;
 	}
 	/* tenant t2's bytes: memory, every ring, its mailbox */
 	S.t2_snap = malloc(4096 + URD_SLOT_HDR_SIZE + (S.arena_end[2] - URD_ARENA_OFF) + URD_HDR_SIZE);

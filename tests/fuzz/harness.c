@@ -215,8 +215,7 @@ void fz_end(void)
 			fz_fail("vrnic %s: resources left after every context died (mems %p, arena %llu, "
 				"window %llu bytes)", vr->name, (void *)vr->mems,
 				(unsigned long long)vr->arena.used, (unsigned long long)vr->memwin.used);
-		if (!vr->arena.free_list || vr->arena.free_list->next ||
-		    !vr->memwin.free_list || vr->memwin.free_list->next)
+		if (vr->arena.nfree != 1 || vr->memwin.nfree != 1)
 			fz_fail("vrnic %s: free space fragmented with nothing allocated", vr->name);
 	}
 	if (d->active_head || d->wait_head)
