@@ -263,6 +263,33 @@ static int default_paths(struct pathlist *ro, char **argv)
 	return 0;
 }
 
+/* Whether a is inside b (both canonical), not b itself. */
+static bool strictly_under(const char *a, const char *b)
+{
+	size_t l = strlen(b);
+
+	return strcmp(a, b) && !strncmp(a, b, l) && (a[l] == '/' || b[l - 1] == '/');
+}
+
+/* Nothing may be shown inside a --rw path: its mount point would be made in
+ * storage the tenant writes (container.c checks again, this reports early). */
+static int check_nesting(const struct pathlist *ro, const struct pathlist *rw)
+{
+	const struct pathlist *all[] = { ro, rw };
+
+	for (size_t i = 0; i < rw->n; i++)
+		for (size_t k = 0; k < 2; k++)
+			for (size_t j = 0; j < all[k]->n; j++) {
+				if (!strictly_under(all[k]->v[j], rw->v[i]))
+					continue;
+				cli_err("exec: %s lies inside the writable %s: refused (its mount "
+					"point would be made in storage the tenant writes)",
+					all[k]->v[j], rw->v[i]);
+				return CLI_EXIT_USAGE;
+			}
+	return 0;
+}
+
 struct exec_opts {
 	bool no_container;
 	const char *pidfile;
@@ -343,6 +370,8 @@ static int run_exec(const struct cli_cmd *cmd, int argc, char **argv)
 		rc = pathlist_add_env(&o.rw, "UNIRDMA_EXEC_RW");
 	if (!rc)
 		rc = default_paths(&o.ro, spec.argv);
+	if (!rc)
+		rc = check_nesting(&o.ro, &o.rw);
 	if (rc)
 		goto out;
 	spec.vrnic = &vi;
