@@ -22,6 +22,9 @@
 #                    inside a --rw path is refused
 #   setuid           PROGRAM (host uid 0) cannot leave a setuid/setgid file in
 #                    a --rw directory: chmod, open(O_CREAT), mknod refused
+#   net_lock         the network lock is in the state dir (root's), a symlink
+#                    planted there is not followed, and a holder that never
+#                    lets go makes the CLI give up after 10 s, not hang
 #   verbs            verbs traffic still works inside the sandbox
 . "$(dirname "$0")/lib.sh"
 
@@ -308,6 +311,33 @@ t("chmod 0755", lambda: os.chmod(d + "/rootsh", 0o755))
 	checks_result
 }
 
+case_net_lock() {
+	local lock=$STATE/net.lock holder rc t0 t1
+	say "+ another process holds $lock; net-down must give up, not hang"
+	: >"$lock"
+	flock "$lock" sleep 30 &
+	holder=$!
+	sleep 0.3
+	t0=$(date +%s)
+	"$UNIRDMA" net-down >"$WORK/lock.out" 2>&1
+	rc=$?
+	t1=$(date +%s)
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+	sed 's/^/  | /' "$WORK/lock.out"
+	check "net-down failed while the lock was held (exit code $rc, $((t1 - t0)) s)" \
+		bash -c "[ '$rc' != 0 ] && grep -q 'giving up' '$WORK/lock.out' && [ $((t1 - t0)) -ge 9 ] && [ $((t1 - t0)) -le 20 ]"
+	say "+ a symlink at $lock is not followed"
+	rm -f "$lock"
+	ln -s "$WORK/lock-victim" "$lock"
+	"$UNIRDMA" net-down >"$WORK/lock2.out" 2>&1
+	sed 's/^/  | /' "$WORK/lock2.out"
+	check "nothing was created through it" test ! -e "$WORK/lock-victim"
+	rm -f "$lock"
+	check "net-down works once the lock is free" "$UNIRDMA" net-down
+	checks_result
+}
+
 case_verbs() {
 	run_pair "ibv_rc_pingpong -g 0 -n 200" "ibv_rc_pingpong -g 0 -n 200 $IP_A"
 }
@@ -318,5 +348,6 @@ add_case pidfile_symlink case_pidfile_symlink
 add_case inherited_fds case_inherited_fds
 add_case symlink_paths case_symlink_paths
 add_case setuid case_setuid
+add_case net_lock case_net_lock
 add_case verbs case_verbs
 run_cases "$@"
