@@ -97,6 +97,11 @@ static int net_lock(void)
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		/* no state dir (net-down after the daemon's is gone): /run is root's too */
+		snprintf(path, sizeof(path), "/run/unirdma-net.lock");
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	}
 	if (fd < 0) {
 		int err = -errno;
 
