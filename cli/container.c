@@ -27,20 +27,23 @@
  *   /dev                        private tmpfs: null zero full random urandom
  *                               tty (binds of the host's), pts (new
  *                               instance), shm (private tmpfs)
- *   /tmp                        private tmpfs
+ *   /tmp                        private tmpfs (1 GiB, as /dev/shm)
  *   /run/unirdma/dev/NAME/region  bind mount of the vRNIC's region file, the
  *                               only thing of the daemon's directory (and,
  *                               for a VM vRNIC, guest-ram beside it)
  *   STATE_DIR, /run/netns       covered by an empty read-only tmpfs where an
  *                               exposed path would show them
- * Binds are not recursive: mounts below an exposed path stay out.
+ * Binds are not recursive: mounts below an exposed path stay out. Each
+ * exposed path is opened without following symlinks and the opened object
+ * checked (open_exposed); nothing is shown inside a --rw path
+ * (check_nesting). PROGRAM inherits only fds 0-2.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
 #include <linux/openat2.h>
