@@ -20,7 +20,7 @@
  *     knows): ENOSYS, so that a new kernel's calls are refused by default.
  *
  * The filter is written by hand (no libseccomp): one architecture, a plain
- * deny list and a few argument checks, about 170 instructions, and no new
+ * deny list and a few argument checks, about 180 instructions, and no new
  * build dependency. ptrace stays allowed: LeakSanitizer stops the world
  * with it, and inside a PID namespace of its own, with no capabilities, a
  * tenant can only trace its own processes.
