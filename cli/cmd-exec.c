@@ -128,10 +128,61 @@ static void pathlist_free(struct pathlist *l)
 	l->n = 0;
 }
 
-/* Adds the real path of path. Refuses /, and the daemon's state directory or
- * anything in it (the container would see other vRNICs, the admin socket). */
-static int pathlist_add(struct pathlist *l, const char *path, const char *what)
+/* How pathlist_add treats a path that leads through a symlink. */
+enum via_symlink {
+	SYMLINK_REFUSE, /* --ro, --rw: a tenant may have planted it */
+	SYMLINK_SYSTEM, /* shown anyway when it ends in the host's system tree */
+	SYMLINK_TRUST,  /* our own library directory */
+};
+
+/* Whether path (absolute, or relative to the working directory) leads
+ * through a symlink. Component by component: once every component so far
+ * is a real directory, ".." is simply the parent. */
+static bool via_symlink(const char *path)
 {
+	char p[PATH_MAX], *save = NULL, *copy = strdup(path);
+	size_t l = 0;
+	bool link = false;
+	struct stat st;
+
+	if (!copy)
+		return true;
+	p[0] = '\0';
+	if (path[0] != '/' && !getcwd(p, sizeof(p)))
+		link = true;
+	l = link ? 0 : strlen(p);
+	for (char *c = strtok_r(copy, "/", &save); c && !link; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			char *s = strrchr(p, '/');
+
+			l = s ? (size_t)(s - p) : 0;
+			p[l] = '\0';
+			continue;
+		}
+		if (l + 1 + strlen(c) >= sizeof(p)) {
+			link = true;
+			break;
+		}
+		l += (size_t)sprintf(p + l, "/%s", c);
+		link = lstat(p, &st) == 0 && S_ISLNK(st.st_mode);
+	}
+	free(copy);
+	return link;
+}
+
+/* Adds the real path of path. Refuses /, and the daemon's state directory or
+ * anything in it (the container would see other vRNICs, the admin socket).
+ * A path through a symlink is refused (or, for SYMLINK_SYSTEM, left out
+ * when it ends in the host's system tree, which every container shows):
+ * a tenant that writes a directory can plant one there that points at a
+ * host secret, for the operator to expose later. */
+static int pathlist_add(struct pathlist *l, const char *path, const char *what,
+			enum via_symlink sym)
+{
+	static const char *const system[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32",
+					      "/lib64", "/libx32", "/etc" };
 	const char *state = cli_state_dir_resolved();
 	size_t sl = strlen(state);
 	char *real = realpath(path, NULL), **v;
@@ -139,6 +190,22 @@ static int pathlist_add(struct pathlist *l, const char *path, const char *what)
 	if (!real) {
 		cli_err("exec: %s %s: %s", what, path, strerror(errno));
 		return CLI_EXIT_SETUP;
+	}
+	if (sym != SYMLINK_TRUST && via_symlink(path)) {
+		for (size_t i = 0; sym == SYMLINK_SYSTEM && i < sizeof(system) / sizeof(system[0]);
+		     i++) {
+			size_t n = strlen(system[i]);
+
+			if (!strncmp(real, system[i], n) && (real[n] == '/' || real[n] == '\0')) {
+				free(real);
+				return 0;
+			}
+		}
+		cli_err("exec: %s %s leads through a symlink (to %s): refused; give the real path "
+			"if that is what you mean",
+			what, path, real);
+		free(real);
+		return CLI_EXIT_USAGE;
 	}
 	if (!strcmp(real, "/") ||
 	    (!strncmp(real, state, sl) && (real[sl] == '/' || real[sl] == '\0'))) {
@@ -170,7 +237,7 @@ static int pathlist_add_env(struct pathlist *l, const char *var)
 	if (!copy)
 		return CLI_EXIT_SETUP;
 	for (char *t = strtok_r(copy, ":", &save); t && !rc; t = strtok_r(NULL, ":", &save))
-		rc = pathlist_add(l, t, var);
+		rc = pathlist_add(l, t, var, SYMLINK_REFUSE);
 	free(copy);
 	return rc;
 }
@@ -184,14 +251,42 @@ static int default_paths(struct pathlist *ro, char **argv)
 	int rc;
 
 	if (find_libdir(libdir, sizeof(libdir)) == 0 && access(libdir, F_OK) == 0 &&
-	    (rc = pathlist_add(ro, libdir, "library directory")))
+	    (rc = pathlist_add(ro, libdir, "library directory", SYMLINK_TRUST)))
 		return rc;
 	if (strchr(argv[0], '/') && snprintf(dir, sizeof(dir), "%s", argv[0]) < (int)sizeof(dir) &&
-	    access(argv[0], F_OK) == 0 && (rc = pathlist_add(ro, dirname(dir), "program directory")))
+	    access(argv[0], F_OK) == 0 &&
+	    (rc = pathlist_add(ro, dirname(dir), "program directory", SYMLINK_SYSTEM)))
 		return rc;
 	if (pre && *pre && !strchr(pre, ' ') && !strchr(pre, ':') && access(pre, F_OK) == 0 &&
-	    (rc = pathlist_add(ro, pre, "UNIRDMA_EXEC_PRELOAD")))
+	    (rc = pathlist_add(ro, pre, "UNIRDMA_EXEC_PRELOAD", SYMLINK_SYSTEM)))
 		return rc;
+	return 0;
+}
+
+/* Whether a is inside b (both canonical), not b itself. */
+static bool strictly_under(const char *a, const char *b)
+{
+	size_t l = strlen(b);
+
+	return strcmp(a, b) && !strncmp(a, b, l) && (a[l] == '/' || b[l - 1] == '/');
+}
+
+/* Nothing may be shown inside a --rw path: its mount point would be made in
+ * storage the tenant writes (container.c checks again, this reports early). */
+static int check_nesting(const struct pathlist *ro, const struct pathlist *rw)
+{
+	const struct pathlist *all[] = { ro, rw };
+
+	for (size_t i = 0; i < rw->n; i++)
+		for (size_t k = 0; k < 2; k++)
+			for (size_t j = 0; j < all[k]->n; j++) {
+				if (!strictly_under(all[k]->v[j], rw->v[i]))
+					continue;
+				cli_err("exec: %s lies inside the writable %s: refused (its mount "
+					"point would be made in storage the tenant writes)",
+					all[k]->v[j], rw->v[i]);
+				return CLI_EXIT_USAGE;
+			}
 	return 0;
 }
 
@@ -211,9 +306,9 @@ static int exec_opt(int opt, const char *arg, void *ctx)
 	else if (opt == 'p')
 		o->pidfile = arg;
 	else if (opt == 'r')
-		return pathlist_add(&o->ro, arg, "--ro");
+		return pathlist_add(&o->ro, arg, "--ro", SYMLINK_REFUSE);
 	else if (opt == 'w')
-		return pathlist_add(&o->rw, arg, "--rw");
+		return pathlist_add(&o->rw, arg, "--rw", SYMLINK_REFUSE);
 	else
 		return CLI_EXIT_USAGE;
 	return 0;
@@ -275,6 +370,8 @@ static int run_exec(const struct cli_cmd *cmd, int argc, char **argv)
 		rc = pathlist_add_env(&o.rw, "UNIRDMA_EXEC_RW");
 	if (!rc)
 		rc = default_paths(&o.ro, spec.argv);
+	if (!rc)
+		rc = check_nesting(&o.ro, &o.rw);
 	if (rc)
 		goto out;
 	spec.vrnic = &vi;

@@ -27,21 +27,26 @@
  *   /dev                        private tmpfs: null zero full random urandom
  *                               tty (binds of the host's), pts (new
  *                               instance), shm (private tmpfs)
- *   /tmp                        private tmpfs
+ *   /tmp                        private tmpfs (1 GiB, as /dev/shm)
  *   /run/unirdma/dev/NAME/region  bind mount of the vRNIC's region file, the
  *                               only thing of the daemon's directory (and,
  *                               for a VM vRNIC, guest-ram beside it)
  *   STATE_DIR, /run/netns       covered by an empty read-only tmpfs where an
  *                               exposed path would show them
- * Binds are not recursive: mounts below an exposed path stay out.
+ * Binds are not recursive: mounts below an exposed path stay out. Each
+ * exposed path is opened without following symlinks and the opened object
+ * checked (open_exposed); nothing is shown inside a --rw path
+ * (check_nesting). PROGRAM inherits only fds 0-2.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -73,6 +78,8 @@ static const char *const vrnic_files[] = { "region", "guest-ram" };
 /* Where the new root is assembled: any existing directory will do, since
  * every host path is opened before it is covered. */
 static const char *const scratch_dirs[] = { "/run", "/tmp", "/mnt", "/var/tmp" };
+/* The private /tmp and /dev/shm each: tmpfs pages are host memory. */
+#define CONTAINER_TMP_SIZE "1g"
 
 struct expose {
 	const char *path; /* absolute host path = the path inside */
@@ -250,7 +257,8 @@ static int setup_dev(const char *root, const int *devfd)
 		snprintf(p, sizeof(p), "%s/dev/shm", root);
 		rc = mkdir_p_one(p, 01777);
 		if (!rc)
-			rc = must_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+			rc = must_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV,
+					 "mode=1777,size=" CONTAINER_TMP_SIZE);
 	}
 	if (!rc) {
 		/* A pty for programs that want one; not worth failing for. */
@@ -279,11 +287,106 @@ static int by_depth(const void *a, const void *b)
 	return (int)x->rw - (int)y->rw;
 }
 
+/* Whether path is dir or lies below it (both canonical). */
+static bool path_under(const char *path, const char *dir)
+{
+	size_t l = strlen(dir);
+
+	if (l == 1)
+		return true; /* "/" */
+	return !strncmp(path, dir, l) && (path[l] == '/' || path[l] == '\0');
+}
+
+/* Opens one exposed host path and checks what was opened, not the string:
+ * the path is canonical (realpath when the options were read), so a symlink
+ * met now means the path was changed since (planted, or a rename race in
+ * storage a tenant writes): refused. The object must not be "/", the
+ * daemon's state directory or /run/netns, nor lie inside the last two. */
+static int open_exposed(struct expose *e, const char *state_dir)
+{
+	const char *const forbidden[] = { "/", state_dir, "/run/netns" };
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	char link[64], real[PATH_MAX];
+	struct stat st, fst;
+	ssize_t l;
+	int err;
+
+	e->fd = (int)syscall(SYS_openat2, AT_FDCWD, e->path, &how, sizeof(how));
+	if (e->fd < 0 && errno == ENOSYS) /* before Linux 5.6: the readlink below checks */
+		e->fd = open(e->path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	if (e->fd < 0) {
+		err = errno;
+		if (err == ELOOP || err == EXDEV)
+			cli_err("exec: %s: a symlink in it now (changed since it was checked): refused",
+				e->path);
+		else
+			cli_err("exec: %s: %s", e->path, strerror(err));
+		return -err;
+	}
+	if (fstat(e->fd, &st) < 0)
+		return -errno;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", e->fd);
+	l = readlink(link, real, sizeof(real) - 1);
+	if (l < 0)
+		return -errno;
+	real[l] = '\0';
+	if (strcmp(real, e->path)) {
+		cli_err("exec: %s now leads to %s (changed since it was checked): refused", e->path,
+			real);
+		return -EXDEV;
+	}
+	for (size_t i = 0; i < sizeof(forbidden) / sizeof(forbidden[0]); i++) {
+		bool same = stat(forbidden[i], &fst) == 0 && fst.st_dev == st.st_dev &&
+			    fst.st_ino == st.st_ino;
+
+		if (same || (i > 0 && path_under(real, forbidden[i]))) {
+			cli_err("exec: %s is %s: may not be shown in a container", e->path,
+				i ? "the daemon's state or /run/netns" : "the host's root");
+			return -EPERM;
+		}
+	}
+	e->dir = S_ISDIR(st.st_mode);
+	return 0;
+}
+
+/* Mount points are made in the new root's tmpfs or in a read-only bind,
+ * never through a bind of storage the tenant can write: there it could
+ * swap a directory for a symlink and move the mount. So nothing the
+ * container shows may lie below a --rw path (the same path is fine: the
+ * writable bind goes on top), and no --rw path may hold the vRNIC's
+ * directory of the container. */
+static int check_nesting(const struct container_spec *spec, const struct expose *ex, size_t n)
+{
+	char devdir[PATH_MAX];
+
+	snprintf(devdir, sizeof(devdir), CLI_CONTAINER_DEVDIR "/%s", spec->vrnic->name);
+	for (size_t i = 0; i < n; i++) {
+		if (!ex[i].rw)
+			continue;
+		if (path_under(devdir, ex[i].path)) {
+			cli_err("exec: --rw %s would hold " CLI_CONTAINER_DEVDIR ": refused",
+				ex[i].path);
+			return -EPERM;
+		}
+		for (size_t j = 0; j < n; j++) {
+			if (strcmp(ex[j].path, ex[i].path) && path_under(ex[j].path, ex[i].path)) {
+				cli_err("exec: %s lies inside the writable %s: its mount point would "
+					"be made in storage the tenant writes: refused",
+					ex[j].path, ex[i].path);
+				return -EPERM;
+			}
+		}
+	}
+	return 0;
+}
+
 /* Opens every host path the container shows. */
 static int collect(const struct container_spec *spec, struct expose *ex, size_t *n)
 {
 	size_t k = 0;
 	struct stat st;
+	int rc;
 
 	for (size_t i = 0; i < sizeof(system_paths) / sizeof(system_paths[0]); i++) {
 		struct expose *e = &ex[k];
@@ -310,22 +413,13 @@ static int collect(const struct container_spec *spec, struct expose *ex, size_t 
 				      .rw = rw };
 		k++;
 	}
-	for (size_t i = 0; i < k; i++) {
-		struct expose *e = &ex[i];
-
-		if (e->link[0])
-			continue;
-		e->fd = open(e->path, O_PATH | O_CLOEXEC);
-		if (e->fd < 0 || fstat(e->fd, &st) < 0) {
-			int err = errno;
-
-			cli_err("exec: %s: %s", e->path, strerror(err));
-			*n = i + 1; /* what setup_mounts closes */
-			return -err;
-		}
-		e->dir = S_ISDIR(st.st_mode);
-	}
-	*n = k;
+	*n = k; /* what setup_mounts closes */
+	rc = check_nesting(spec, ex, k);
+	for (size_t i = 0; i < k && !rc; i++)
+		if (!ex[i].link[0])
+			rc = open_exposed(&ex[i], spec->state_dir);
+	if (rc)
+		return rc;
 	qsort(ex, k, sizeof(*ex), by_depth);
 	return 0;
 }
@@ -358,7 +452,8 @@ static int build_root(const struct container_spec *spec, const char *root, struc
 	snprintf(p, sizeof(p), "%s/tmp", root);
 	rc = mkdir_p_one(p, 01777);
 	if (!rc)
-		rc = must_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+		rc = must_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV,
+				"mode=1777,size=" CONTAINER_TMP_SIZE);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < nex; i++) {
@@ -548,6 +643,32 @@ static int init_loop(pid_t prog, const sigset_t *set)
 	}
 }
 
+/* Closes every fd >= first. */
+static int close_from(unsigned int first)
+{
+	DIR *d;
+	struct dirent *de;
+	int dfd;
+
+	if (syscall(SYS_close_range, first, ~0U, 0) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return -errno;
+	/* before Linux 5.9: each fd listed in /proc/self/fd but the listing's */
+	d = opendir("/proc/self/fd");
+	if (!d)
+		return -errno;
+	dfd = dirfd(d);
+	while ((de = readdir(d))) {
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] != '.' && fd >= (int)first && fd != dfd)
+			close(fd);
+	}
+	closedir(d);
+	return 0;
+}
+
 static int init_main(struct init_args *a)
 {
 	const struct container_spec *spec = a->spec;
@@ -587,6 +708,16 @@ static int init_main(struct init_args *a)
 	}
 
 	prctl(PR_SET_NAME, "unirdma-init");
+	/* PROGRAM (same uid, no capabilities either) may not ptrace init: set
+	 * before the fork, so that there is no window. PROGRAM's exec makes
+	 * PROGRAM itself dumpable again. */
+	prctl(PR_SET_DUMPABLE, 0);
+	/* Nothing of the caller's beyond stdio: an inherited fd of a host
+	 * directory (the state dir, say) is a way around the new root. */
+	if ((rc = close_from(3))) {
+		cli_err("exec: closing inherited file descriptors: %s", strerror(-rc));
+		return CLI_EXIT_SETUP;
+	}
 	fflush(NULL);
 	prog = fork();
 	if (prog < 0) {
@@ -597,8 +728,6 @@ static int init_main(struct init_args *a)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		proc_exec_or_die(spec->argv);
 	}
-	/* PROGRAM (same uid, no capabilities either) may not ptrace init. */
-	prctl(PR_SET_DUMPABLE, 0);
 	return init_loop(prog, &set);
 }
 

@@ -82,22 +82,46 @@ static const char *ip_path(void)
 	return "ip";
 }
 
-/* Serializes creating and removing bridge namespaces among CLIs. */
+/* Serializes creating and removing bridge namespaces among CLIs. The lock
+ * file is in the daemon's state directory (root's): in /run/lock or /tmp any
+ * user could plant a symlink there for root to create a file through, or
+ * hold the lock forever. A holder that does not let go within
+ * NET_LOCK_TIMEOUT_MS is reported, not waited for. */
+#define NET_LOCK_TIMEOUT_MS 10000
 static int net_lock(void)
 {
-	const char *path = access("/run/lock", W_OK) == 0 ? "/run/lock/unirdma-net.lock"
-							   : "/tmp/unirdma-net.lock";
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	char path[PATH_MAX];
+	int fd;
 
-	if (fd < 0)
-		return -errno;
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
+	if (snprintf(path, sizeof(path), "%s/net.lock", cli_state_dir_resolved()) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		/* no state dir (net-down after the daemon's is gone): /run is root's too */
+		snprintf(path, sizeof(path), "/run/unirdma-net.lock");
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	}
+	if (fd < 0) {
+		int err = -errno;
+
+		cli_err("network lock %s: %s", path, strerror(-err));
+		return err;
+	}
+	for (int waited = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; waited += 20) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
 			int err = -errno;
 
 			close(fd);
 			return err;
 		}
+		if (waited >= NET_LOCK_TIMEOUT_MS) {
+			cli_err("network lock %s: still held by another process after %d s, giving up",
+				path, NET_LOCK_TIMEOUT_MS / 1000);
+			close(fd);
+			return -ETIMEDOUT;
+		}
+		usleep(20 * 1000);
 	}
 	return fd;
 }

@@ -15,6 +15,16 @@
 #                    net-down removes every tenant's network
 #   pidfile_symlink  a symlink planted at the old predictable temporary name of
 #                    --pidfile is not written through
+#   inherited_fds    fds 3+ of the caller (a host directory, a file) do not
+#                    reach PROGRAM
+#   symlink_paths    --rw/--ro on a path that a tenant made a symlink to a host
+#                    secret (at the end or in the middle) is refused; a path
+#                    inside a --rw path is refused
+#   setuid           PROGRAM (host uid 0) cannot leave a setuid/setgid file in
+#                    a --rw directory: chmod, open(O_CREAT), mknod refused
+#   net_lock         the network lock is in the state dir (root's), a symlink
+#                    planted there is not followed, and a holder that never
+#                    lets go makes the CLI give up after 10 s, not hang
 #   verbs            verbs traffic still works inside the sandbox
 . "$(dirname "$0")/lib.sh"
 
@@ -211,6 +221,123 @@ case_pidfile_symlink() {
 	checks_result
 }
 
+# Issue 9 finding 1 (review round two): the caller's fds 7 (the state dir)
+# and 9 (an ordinary file) must not reach PROGRAM.
+case_inherited_fds() {
+	echo canary >"$WORK/fd9-file"
+	say "+ exec with fd 7 on $STATE and fd 9 on a file: PROGRAM lists its fds and writes through fd 7"
+	(
+		exec 7<"$STATE" 9<"$WORK/fd9-file"
+		in_container vr0 bash -c '
+			echo "fds=$(ls /proc/$$/fd | sort -n | tr "\n" " ")"
+			ls /proc/self/fd/7/ 2>/dev/null | sed "s/^/SEEN in fd 7: /"
+			cat /proc/self/fd/9 2>/dev/null | sed "s/^/READ fd 9: /"
+			{ echo hi >/proc/self/fd/7/planted; } 2>/dev/null && echo "PLANTED through fd 7"
+			true'
+	) >"$WORK/fds.out" 2>&1
+	sed 's/^/  | /' "$WORK/fds.out"
+	check "PROGRAM has neither fd 7 nor fd 9" \
+		bash -c "grep -q '^fds=' '$WORK/fds.out' && ! grep -qE '^fds=.*\\b(7|9)\\b' '$WORK/fds.out'"
+	check "nothing seen, read or planted through them" bash -c "! grep -qE '^(SEEN|READ|PLANTED)' '$WORK/fds.out'"
+	check "no planted file in the state dir" test ! -e "$STATE/planted"
+	checks_result
+}
+
+# expect_refused NAME ARGS...: unirdma exec ARGS must fail before PROGRAM runs
+# and must not show the secret.
+expect_refused() {
+	local name=$1 rc
+	shift
+	"$UNIRDMA" exec "$@" >"$WORK/$name.out" 2>&1
+	rc=$?
+	sed 's/^/    | /' "$WORK/$name.out"
+	[ "$rc" != 0 ] && ! grep -q topsecret "$WORK/$name.out" && ! grep -q RAN "$WORK/$name.out"
+}
+
+case_symlink_paths() {
+	local secret t=$WORK/t1
+	secret=$(mktemp -d /tmp/unirdma-secret.XXXXXX)
+	chmod 700 "$secret"
+	echo topsecret >"$secret/file"
+	mkdir -p "$t/real"
+	# what a tenant with --rw $WORK plants for the operator's next command
+	ln -s "$secret" "$t/out"
+	ln -s "$secret" "$t/mid"
+	say "+ $t/out and $t/mid -> $secret (root-only); the operator exposes them"
+	check "--rw on a planted symlink is refused" \
+		expect_refused rw_link --rw "$t/out" vr0 -- sh -c "echo RAN; cat '$secret/file' '$t/out/file'"
+	check "--ro on a planted symlink is refused" \
+		expect_refused ro_link --ro "$t/out" vr0 -- sh -c "echo RAN; cat '$secret/file' '$t/out/file'"
+	check "--ro through a symlink in the middle is refused" \
+		expect_refused mid_link --ro "$t/mid/file" vr0 -- sh -c "echo RAN; cat '$secret/file'"
+	check "--ro inside the --rw $WORK is refused" \
+		expect_refused nested --ro "$t/real" vr0 -- sh -c "echo RAN"
+	check "--rw inside the --rw $WORK is refused" \
+		expect_refused nested_rw --rw "$t/real" vr0 -- sh -c "echo RAN"
+	check "a real --rw path still works" \
+		bash -c "UNIRDMA_EXEC_RW= '$UNIRDMA' exec --rw '$t/real' vr0 -- sh -c 'echo ok >\"$t/real/f\"' && grep -qx ok '$t/real/f'"
+	rm -rf "$secret"
+	checks_result
+}
+
+# Issue 9 finding 1 (setuid): PROGRAM is host uid 0; a setuid-root file it
+# leaves in a --rw directory would be a root shell for any host user.
+case_setuid() {
+	local d=$WORK/suid
+	mkdir -p "$d"
+	say "+ PROGRAM tries to leave setuid/setgid files in $d"
+	in_container vr0 python3 -c '
+import os, shutil, stat, sys
+d = sys.argv[1]
+shutil.copy("/bin/sh", d + "/rootsh")
+def t(what, f):
+    try:
+        f(); print("DONE " + what)
+    except OSError as e:
+        print("refused %s: %s" % (what, e.strerror))
+t("chmod 4755", lambda: os.chmod(d + "/rootsh", 0o4755))
+t("chmod 2755", lambda: os.chmod(d + "/rootsh", 0o2755))
+t("fchmod 4755", lambda: os.fchmod(os.open(d + "/rootsh", os.O_RDONLY), 0o4755))
+t("open(O_CREAT, 04755)", lambda: os.close(os.open(d + "/created", os.O_CREAT | os.O_WRONLY, 0o4755)))
+t("mknod S_IFREG|02755", lambda: os.mknod(d + "/node", stat.S_IFREG | 0o2755))
+t("chmod 0755", lambda: os.chmod(d + "/rootsh", 0o755))
+' "$d" >"$WORK/suid.out" 2>&1
+	sed 's/^/  | /' "$WORK/suid.out"
+	say "  on the host: $(ls -l "$d" | tail -n +2 | tr '\n' ';')"
+	check "setuid/setgid modes were refused (5 of 5)" \
+		bash -c "[ \"\$(grep -c '^refused' '$WORK/suid.out')\" = 5 ] && ! grep -q '^DONE ch.*[24]755\|^DONE open\|^DONE mknod\|^DONE fchmod' '$WORK/suid.out'"
+	check "an ordinary chmod still works" grep -qx "DONE chmod 0755" "$WORK/suid.out"
+	check "no setuid/setgid file on the host" test -z "$(find "$d" -perm /6000)"
+	checks_result
+}
+
+case_net_lock() {
+	local lock=$STATE/net.lock holder rc t0 t1
+	say "+ another process holds $lock; net-down must give up, not hang"
+	: >"$lock"
+	flock "$lock" sleep 30 &
+	holder=$!
+	sleep 0.3
+	t0=$(date +%s)
+	"$UNIRDMA" net-down >"$WORK/lock.out" 2>&1
+	rc=$?
+	t1=$(date +%s)
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+	sed 's/^/  | /' "$WORK/lock.out"
+	check "net-down failed while the lock was held (exit code $rc, $((t1 - t0)) s)" \
+		bash -c "[ '$rc' != 0 ] && grep -q 'giving up' '$WORK/lock.out' && [ $((t1 - t0)) -ge 9 ] && [ $((t1 - t0)) -le 20 ]"
+	say "+ a symlink at $lock is not followed"
+	rm -f "$lock"
+	ln -s "$WORK/lock-victim" "$lock"
+	"$UNIRDMA" net-down >"$WORK/lock2.out" 2>&1
+	sed 's/^/  | /' "$WORK/lock2.out"
+	check "nothing was created through it" test ! -e "$WORK/lock-victim"
+	rm -f "$lock"
+	check "net-down works once the lock is free" "$UNIRDMA" net-down
+	checks_result
+}
+
 case_verbs() {
 	run_pair "ibv_rc_pingpong -g 0 -n 200" "ibv_rc_pingpong -g 0 -n 200 $IP_A"
 }
@@ -218,5 +345,9 @@ case_verbs() {
 add_case filesystem case_filesystem
 add_case tenant_networks case_tenant_networks
 add_case pidfile_symlink case_pidfile_symlink
+add_case inherited_fds case_inherited_fds
+add_case symlink_paths case_symlink_paths
+add_case setuid case_setuid
+add_case net_lock case_net_lock
 add_case verbs case_verbs
 run_cases "$@"

@@ -19,7 +19,7 @@
 # Everything is removed when the case ends, also on failure or a signal.
 # A case passes when its function returns 0; 77 (skip) marks it skipped.
 
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P) # physical: exec refuses --ro paths through symlinks
 BUILD=${UNIRDMA_BUILD:-build} # or another build tree, e.g. build-asan
 [[ $BUILD == /* ]] || BUILD=$TOP/$BUILD
 BINDIR=${UNIRDMA_BINDIR:-$BUILD/bin}

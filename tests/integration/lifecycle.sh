@@ -148,7 +148,7 @@ stop_daemon_term() {
 # state_clean: nothing of a served vRNIC is left in $STATE.
 state_clean() {
 	local left
-	left=$(cd "$STATE" && find . -mindepth 1 ! -name unirdmad.lock ! -path ./vrnics 2>/dev/null)
+	left=$(cd "$STATE" && find . -mindepth 1 ! -name unirdmad.lock ! -name net.lock ! -path ./vrnics 2>/dev/null)
 	if [ -n "$left" ]; then
 		say "  left in $STATE:"
 		printf '%s\n' "$left" | sed 's/^/    /'

@@ -176,6 +176,25 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	{
+		/* An ordinary ioctl must reach the driver (ENOTTY from /dev/null):
+		 * a filter that still holds the command where it compares call
+		 * numbers turned 435 (clone3's number) into ENOSYS. */
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		errno = 0;
+		long r = ioctl(fd, 435, 0);
+		int err = errno;
+
+		close(fd);
+		bool ok = r < 0 && err == ENOTTY;
+
+		printf("%s: ioctl(/dev/null, 435) reaches the driver (%s)\n", ok ? "refused" : "ESCAPE",
+		       r < 0 ? strerror(err) : "succeeded");
+		escapes += !ok;
+	}
+	/* a call newer than the filter: refused as if the kernel had none */
+	TRY("system call 470 (newer than the filter)", syscall(470, 0, 0, 0, 0), ENOSYS, ENOSYS);
+	{
 		int st;
 		pid_t pid = fork();
 
