@@ -369,6 +369,15 @@ static int check_nesting(const struct container_spec *spec, const struct expose 
 				ex[i].path);
 			return -EPERM;
 		}
+		/* they are hidden by a mount placed by path: inside writable
+		 * storage the tenant could swap them for a decoy first */
+		if (path_under(spec->state_dir, ex[i].path) || path_under("/run/netns", ex[i].path)) {
+			cli_err("exec: --rw %s holds %s: refused (a tenant could move it out from "
+				"under the cover that hides it)",
+				ex[i].path, path_under(spec->state_dir, ex[i].path) ?
+				"the daemon's state directory" : "/run/netns");
+			return -EPERM;
+		}
 		for (size_t j = 0; j < n; j++) {
 			if (strcmp(ex[j].path, ex[i].path) && path_under(ex[j].path, ex[i].path)) {
 				cli_err("exec: %s lies inside the writable %s: its mount point would "

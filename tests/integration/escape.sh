@@ -280,6 +280,35 @@ case_symlink_paths() {
 	checks_result
 }
 
+# The state directory is hidden by a mount placed by path. Inside a --rw
+# path the tenant could rename it aside and put a decoy in its place first,
+# so a --rw path that holds it (or /run/netns) is refused.
+case_rw_holds_state() {
+	local holder pid i ok=0
+	holder=$(mktemp -d /tmp/unirdma-holder.XXXXXX)
+	"$UNIRDMAD" --state-dir "$holder/state" --foreground --metrics 127.0.0.1:0 >"$WORK/d2.log" 2>&1 &
+	pid=$!
+	SERVER_PIDS+=("$pid")
+	for ((i = 0; i < 250; i++)); do
+		"$UNIRDMA" --state-dir "$holder/state" daemon ping >/dev/null 2>&1 && { ok=1; break; }
+		sleep 0.02
+	done
+	check "a second daemon with its state in $holder/state" test "$ok" = 1
+	"$UNIRDMA" --state-dir "$holder/state" vrnic create hv --tenant th --ip 10.91.$SUBNET.1/24 >/dev/null
+	check "--rw on the directory that holds the state directory is refused" \
+		bash -c "UNIRDMA_EXEC_RW= UNIRDMA_STATE_DIR='$holder/state' '$UNIRDMA' exec --rw '$holder' hv -- sh -c 'echo RAN' >'$WORK/holder.out' 2>&1; rc=\$?; sed 's/^/    | /' '$WORK/holder.out'; [ \$rc != 0 ] && ! grep -q RAN '$WORK/holder.out' && grep -q 'state directory' '$WORK/holder.out'"
+	check "--rw on a sibling of it still works" \
+		bash -c "mkdir -p '$holder/data' && UNIRDMA_EXEC_RW= UNIRDMA_STATE_DIR='$holder/state' '$UNIRDMA' exec --rw '$holder/data' hv -- sh -c 'echo ok >$holder/data/f' && grep -qx ok '$holder/data/f'"
+	"$UNIRDMA" --state-dir "$holder/state" daemon stop >/dev/null 2>&1
+	wait_for_exit "$pid" 5 || kill -KILL "$pid" 2>/dev/null
+	"$UNIRDMA" --state-dir "$holder/state" net-down >/dev/null 2>&1
+	for m in "$holder"/state/vrnics/*/ "$holder/state/vrnics"; do
+		mountpoint -q "$m" 2>/dev/null && umount -l "$m"
+	done
+	rm -rf "$holder"
+	checks_result
+}
+
 # Issue 9 finding 1 (setuid): PROGRAM is host uid 0; a setuid-root file it
 # leaves in a --rw directory would be a root shell for any host user.
 case_setuid() {
@@ -347,6 +376,7 @@ add_case tenant_networks case_tenant_networks
 add_case pidfile_symlink case_pidfile_symlink
 add_case inherited_fds case_inherited_fds
 add_case symlink_paths case_symlink_paths
+add_case rw_holds_state case_rw_holds_state
 add_case setuid case_setuid
 add_case net_lock case_net_lock
 add_case verbs case_verbs

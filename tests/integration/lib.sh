@@ -114,16 +114,19 @@ cleanup() {
 	[ -n "${STATE:-}" ] && mountpoint -q "$STATE/vrnics" 2>/dev/null && umount -l "$STATE/vrnics"
 	wait 2>/dev/null
 	[ -n "${WORK:-}" ] && rm -rf "$WORK"
+	[ -n "${STATE:-}" ] && rm -rf "$STATE"
 	exit "$rc"
 }
 
-# Starts a private unirdmad. Sets WORK (scratch dir), STATE (its state dir),
+# Starts a private unirdmad. Sets WORK (scratch dir, writable in containers),
+# STATE (its state dir, beside WORK),
 # DAEMON_PID, exports UNIRDMA_STATE_DIR; cleanup runs when the shell exits.
 start_daemon() {
 	require_build
 	WORK=$(mktemp -d /tmp/unirdma-it.XXXXXX) || die "mktemp failed"
-	STATE=$WORK/state
-	mkdir -p "$STATE"
+	# the state dir lies outside WORK: containers may write WORK (--rw), and
+	# exec refuses a writable path that holds the daemon's state
+	STATE=$(mktemp -d /tmp/unirdma-state.XXXXXX) || die "mktemp failed"
 	export UNIRDMA_STATE_DIR=$STATE
 	export UNIRDMA_EXEC_RW=$WORK
 	trap cleanup EXIT
