@@ -110,6 +110,14 @@ static int ring_alloc(struct urd_vrnic *vr, struct urd_ring *r, uint32_t n, uint
 	ret = alloc_get(&vr->arena, bytes, URD_PAGE_SIZE, &off);
 	if (ret)
 		return ret;
+	/* Back the pages before touching them: the tenant may have filled its
+	 * file system (its own quota), and a daemon write into a hole would
+	 * then fault and fail the whole vRNIC instead of this one request. */
+	if (vr->fd >= 0 && fallocate(vr->fd, 0, (off_t)off, (off_t)bytes)) {
+		ret = errno == ENOSPC ? -ENOMEM : -errno;
+		alloc_put(&vr->arena, off, bytes);
+		return ret;
+	}
 	memset(vr->map + off, 0, bytes);
 	r->off = off;
 	r->bytes = bytes;
