@@ -15,8 +15,10 @@
 # host against the same two vRNICs.
 #   other_tenant  the hostile vRNIC is in another tenant; it also sprays
 #                 SENDs (no GRH) at every QPN near its own (--spray
-#                 --isolated), and a second hostile program of the same vRNIC,
-#                 on the host, sprays the victims' real QPNs, which this
+#                 --isolated), and a second hostile program, on the host, of
+#                 a second vRNIC of the same tenant (vs: vh's region is
+#                 being scribbled on, so a program sharing it fails at
+#                 random), sprays the victims' real QPNs, which this
 #                 script reads from `unirdma vrnic show --json` as the
 #                 operator every 0.2 s (QPNs are random: none are near its
 #                 own): none may be acknowledged (--spray-qpns FILE --isolated)
@@ -90,12 +92,13 @@ victim_qpns() {
 	done
 }
 
-# spray_victims: a host-side hostile --spray-only of vh aimed at the victims'
-# QPNs (file refreshed by the case's loop); sets SPID.
+# spray_victims TENANT IP: a host-side hostile --spray-only of a new vRNIC vs of
+# TENANT aimed at the victims' QPNs (file refreshed by the case's loop); sets SPID.
 spray_victims() {
 	local dev=$WORK/hostile-devs
 	mkdir -p "$dev"
-	ln -sfn "$("$UNIRDMA" vrnic show vh | awk '/^dir:/ { print $2 }')" "$dev/vh"
+	"$UNIRDMA" vrnic create vs --tenant "$1" --ip "$2/24" >/dev/null || die "vrnic create vs failed"
+	ln -sfn "$("$UNIRDMA" vrnic show vs | awk '/^dir:/ { print $2 }')" "$dev/vs"
 	victim_qpns >"$WORK/victim-qpns"
 	UNIRDMA_DEVDIR=$dev LD_LIBRARY_PATH="$UNIRDMA_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 		"$BUILD/tools/hostile" -t $((HOSTILE_TIME > 8 ? HOSTILE_TIME - 4 : 4)) --spray-only --isolated \
@@ -123,7 +126,7 @@ case_hostile() {
 	"$UNIRDMA" exec vh -- $LINEBUF "$BUILD/tools/hostile" -t "$HOSTILE_TIME" $flags >"$WORK/hostile.out" 2>&1 &
 	hpid=$!
 	SERVER_PIDS+=("$hpid")
-	[ -n "$spray" ] && spray_victims
+	[ -n "$spray" ] && spray_victims "$tenant" "$2.$SUBNET.10"
 	while kill -0 "$hpid" 2>/dev/null; do
 		vr=$((vr + 1))
 		victim_round "$vr" || vfail=$((vfail + 1))
