@@ -26,10 +26,11 @@ cause() {
 }
 
 fuzz_target() {
-	local t=$1 bin=$BUILD/fuzz/fuzz_$1 fwork rc crash
+	local t=$1 bin=$BUILD/fuzz/fuzz_$1 rc crash
 	require_prog clang
 	[ -f "$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] ||
 		skip "clang has no libFuzzer runtime (libclang-rt-14-dev, scripts/install-deps.sh)"
+	# not local: the EXIT trap runs after this function returned
 	fwork=$(mktemp -d /tmp/unirdma-fuzz.XXXXXX) || die "mktemp failed"
 	trap 'rm -rf "$fwork"' EXIT
 	say "+ make fuzz-build"

@@ -39,6 +39,7 @@ LINEBUF=$(command -v stdbuf >/dev/null && echo "stdbuf -oL -eL")
 CASE_NAMES=()
 CASE_CMDS=()
 SERVER_PIDS=() # background programs cleanup stops: servers, clients
+PREV_DIRS=()   # scratch and state dirs of daemons a case restarted (start_daemon)
 PAIR_SEQ=0
 FAILED_CHECKS=0
 
@@ -115,6 +116,10 @@ cleanup() {
 	wait 2>/dev/null
 	[ -n "${WORK:-}" ] && rm -rf "$WORK"
 	[ -n "${STATE:-}" ] && rm -rf "$STATE"
+	local d
+	for d in "${PREV_DIRS[@]}"; do
+		[ -n "$d" ] && rm -rf "$d"
+	done
 	exit "$rc"
 }
 
@@ -123,6 +128,8 @@ cleanup() {
 # DAEMON_PID, exports UNIRDMA_STATE_DIR; cleanup runs when the shell exits.
 start_daemon() {
 	require_build
+	# a case that restarts the daemon: the first one's dirs go at cleanup too
+	[ -n "${WORK:-}" ] && PREV_DIRS+=("$WORK" "${STATE:-}")
 	WORK=$(mktemp -d /tmp/unirdma-it.XXXXXX) || die "mktemp failed"
 	# the state dir lies outside WORK: containers may write WORK (--rw), and
 	# exec refuses a writable path that holds the daemon's state
