@@ -138,7 +138,7 @@ static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
 		json_object *arr = json_object_new_array();
 
 		for (uint32_t i = 0; i < URD_MAX_QP_SLOTS; i++) {
-			const struct urd_qp *qp = vr->qp_slots[i];
+			const struct vr_qp *qp = vr->qp_slots[i];
 			json_object *q;
 
 			if (!qp)

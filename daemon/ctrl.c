@@ -52,7 +52,7 @@ static bool slot_locked(struct urd_vrnic *vr, uint32_t slot)
 	return fl.l_type != F_UNLCK;
 }
 
-void ctx_notify(struct urd_ctx *ctx)
+void ctx_notify(struct vr_ctx *ctx)
 {
 	urd_fetch_add(&ctx->shm->event_seq, 1);
 	if (!ctx->vr->vm)     /* private state: the header flag is tenant-writable */
@@ -63,14 +63,14 @@ void ctx_notify(struct urd_ctx *ctx)
  * tenant's: a full (or lying) ring drops the event, never blocks us. */
 /* Room in the slot's async ring; a consumer index that claims more than the
  * ring holds (tenant-written) counts as no room. */
-static uint32_t async_room(struct urd_ctx *ctx)
+static uint32_t async_room(struct vr_ctx *ctx)
 {
 	uint32_t used = ctx->async_prod - urd_load_acquire(&ctx->shm->async_cons);
 
 	return used >= URD_ASYNC_RING_N ? 0 : URD_ASYNC_RING_N - used;
 }
 
-static void async_put(struct urd_ctx *ctx, const struct urd_async_event *ev)
+static void async_put(struct vr_ctx *ctx, const struct urd_async_event *ev)
 {
 	struct urd_async_event *e = &ctx->shm->async[ctx->async_prod & (URD_ASYNC_RING_N - 1)];
 
@@ -83,7 +83,7 @@ static void async_put(struct urd_ctx *ctx, const struct urd_async_event *ev)
 	urd_store_release(&ctx->shm->async_prod, ctx->async_prod);
 }
 
-void ctx_async_flush(struct urd_ctx *ctx)
+void ctx_async_flush(struct vr_ctx *ctx)
 {
 	uint32_t room, moved = 0;
 
@@ -102,7 +102,7 @@ void ctx_async_flush(struct urd_ctx *ctx)
 /* Events keep their order: while any wait in the backlog, new ones queue
  * behind them.  A context whose QPs go to error by the hundred (a peer died)
  * gets every event, the ring passing them on as the library consumes. */
-void ctx_post_async(struct urd_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle)
+void ctx_post_async(struct vr_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle)
 {
 	struct urd_async_event ev = { .event_type = event, .obj_kind = kind, .handle = handle };
 
@@ -248,7 +248,7 @@ static void liveness_check(struct urd_vrnic *vr, uint64_t *next_hb)
 				dead |= 1ull << i;
 	}
 	for (uint32_t i = 0; i < URD_MAX_CTX; i++) {
-		struct urd_ctx *ctx;
+		struct vr_ctx *ctx;
 
 		if (!(dead >> i & 1))
 			continue;
@@ -332,7 +332,7 @@ static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_
 	static __thread uint8_t req[URD_MSG_MAX], resp[URD_MSG_MAX];
 	struct urd_slot_hdr *s = slot_shm(vr, slot);
 	struct urd_msg_hdr *rh = (struct urd_msg_hdr *)resp;
-	struct urd_mr_prep *prep = NULL;
+	struct vr_mr_prep *prep = NULL;
 	uint32_t resp_len = sizeof(*rh);
 	uint32_t req_len;
 	uint16_t op;

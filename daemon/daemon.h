@@ -8,7 +8,7 @@
  * step (one QP's share of a pass) and hands it to any waiter between steps
  * (engine/engine.c).  That keeps object lifetime simple: nothing the engine
  * touches can be freed under it within a step; across steps it keeps only
- * what it checks again (struct urd_xfer).
+ * what it checks again (struct engine_xfer).
  */
 #ifndef UNIRDMA_DAEMON_H
 #define UNIRDMA_DAEMON_H
@@ -29,7 +29,7 @@
 
 struct urd_daemon;
 struct urd_vrnic;
-struct urd_ctx;
+struct vr_ctx;
 
 /* Byte extents, used for the ring arena and the memory window. */
 struct urd_extent {
@@ -83,49 +83,49 @@ struct urd_qos {
 
 enum urd_obj_type { OBJ_NONE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_SRQ, OBJ_QP };
 
-struct urd_obj {
+struct vr_obj {
 	enum urd_obj_type type;
 	uint32_t handle;
-	struct urd_ctx *ctx;
+	struct vr_ctx *ctx;
 	int refs;                       /* other objects that point at this one */
 };
 
-struct urd_pd {
-	struct urd_obj obj;
+struct vr_pd {
+	struct vr_obj obj;
 };
 
 /* A memory allocation of a context in the vRNIC's memory window.  MRs keep
  * it alive (refs) after the context frees it or dies. */
-struct urd_mem {
+struct vr_mem {
 	uint64_t off, len;
 	int refs;
 	bool freed_by_tenant;
-	struct urd_ctx *ctx;
-	struct urd_mem *next;
-	struct urd_mem *prev;           /* vr->mems is doubly linked: O(1) unlink */
+	struct vr_ctx *ctx;
+	struct vr_mem *next;
+	struct vr_mem *prev;           /* vr->mems is doubly linked: O(1) unlink */
 };
 
-struct urd_mr_piece {
+struct vr_mr_piece {
 	uint64_t mr_off;                /* offset of this segment inside the MR */
 	uint64_t len;
 	uint8_t *ptr;                   /* daemon address of the first byte */
-	struct urd_mem *mem;
+	struct vr_mem *mem;
 };
 
-struct urd_mr {
-	struct urd_obj obj;
-	struct urd_pd *pd;
+struct vr_mr {
+	struct vr_obj obj;
+	struct vr_pd *pd;
 	uint32_t lkey, rkey;
 	uint32_t access;
 	uint64_t iova, length;
 	uint32_t nsegs;
-	struct urd_mr_piece *segs;
-	struct urd_mr *lkey_next, *rkey_next;   /* hash chains in the vRNIC */
+	struct vr_mr_piece *segs;
+	struct vr_mr *lkey_next, *rkey_next;   /* hash chains in the vRNIC */
 	uint64_t charged;               /* VM MR: page-rounded bytes counted in memwin.used */
 	uint64_t meta;                  /* daemon heap bytes counted in vr->meta_bytes */
 };
 
-struct urd_ring {
+struct vr_ring {
 	struct urd_ring_hdr *hdr;       /* in the region */
 	uint8_t *slots;
 	uint64_t off;                   /* arena offset, for freeing */
@@ -138,53 +138,53 @@ struct urd_ring {
 	bool polling;                   /* SQ: we last stored hdr->polling = 1 */
 };
 
-struct urd_cq {
-	struct urd_obj obj;
-	struct urd_ring ring;
+struct vr_cq {
+	struct vr_obj obj;
+	struct vr_ring ring;
 	bool overflowed;
 	uint32_t events;
 };
 
-struct urd_srq {
-	struct urd_obj obj;
-	struct urd_pd *pd;
-	struct urd_ring ring;
+struct vr_srq {
+	struct vr_obj obj;
+	struct vr_pd *pd;
+	struct vr_ring ring;
 	uint32_t srq_num;
 	uint32_t max_wr, max_sge, limit;
 };
 
 enum urd_qp_wait { QP_WAIT_NONE = 0, QP_WAIT_RNR, QP_WAIT_RETRY, QP_WAIT_QOS };
 
-struct urd_qp {
-	struct urd_obj obj;
+struct vr_qp {
+	struct vr_obj obj;
 	struct urd_vrnic *vr;
 	uint32_t qpn;
 	uint32_t type;                  /* IBV_QPT_RC / IBV_QPT_UD */
 	uint32_t state;                 /* enum ibv_qp_state */
 	bool sq_sig_all;
-	struct urd_pd *pd;
-	struct urd_cq *scq, *rcq;
-	struct urd_srq *srq;
-	struct urd_ring sq, rq;
+	struct vr_pd *pd;
+	struct vr_cq *scq, *rcq;
+	struct vr_srq *srq;
+	struct vr_ring sq, rq;
 	struct urd_qp_cap cap;
 	uint32_t db_index;
 	struct urd_qp_attr attr;        /* last values set by modify */
 
 	/* engine state */
 	bool active;                    /* on the engine's work list */
-	struct urd_qp *active_next;
+	struct vr_qp *active_next;
 	enum urd_qp_wait wait;
 	uint64_t wait_until_ns;
 	uint32_t rnr_left, retry_left;  /* retries left for the WQE at the SQ head */
 	uint32_t retry_head;            /* SQ index the retry counters belong to */
 	bool retry_armed;
-	struct urd_qp *wait_next;       /* on the engine's timer list while wait != NONE */
+	struct vr_qp *wait_next;       /* on the engine's timer list while wait != NONE */
 	struct urd_counters cnt;
-	struct urd_qp *qpn_next;        /* global QPN hash chain */
-	struct urd_xfer *xfer;          /* engine: a message in pieces (engine/engine.h), or NULL */
+	struct vr_qp *qpn_next;        /* global QPN hash chain */
+	struct engine_xfer *xfer;          /* engine: a message in pieces (engine/engine.h), or NULL */
 };
 
-struct urd_ctx {
+struct vr_ctx {
 	struct urd_vrnic *vr;
 	uint32_t slot;
 	uint32_t id;
@@ -196,10 +196,10 @@ struct urd_ctx {
 	struct urd_async_event *backlog;
 	uint32_t backlog_head, backlog_n, backlog_cap;
 	struct urd_slot_hdr *shm;       /* its mailbox, in the region */
-	struct urd_obj **handles;       /* index -> object; handle = gen << 16 | index */
+	struct vr_obj **handles;       /* index -> object; handle = gen << 16 | index */
 	uint16_t *gens;
 	uint32_t nhandles;
-	struct urd_mem *mems;
+	struct vr_mem *mems;
 };
 
 #define URD_KEY_BUCKETS 1024
@@ -219,18 +219,18 @@ struct urd_vrnic {
 	struct urd_doorbells *db;
 	struct urd_alloc arena;
 	struct urd_alloc memwin;
-	struct urd_mem *mems;           /* allocations in the memory window */
+	struct vr_mem *mems;           /* allocations in the memory window */
 	void *mem_tree;                 /* the same, by offset (tsearch): O(log n) lookups */
 	uint32_t nmem;                  /* allocations, capped (objects.c mem_alloc_cap) */
-	struct urd_mem *reap;           /* released by a dead context, not yet given back */
-	struct urd_mr *mr_reap;         /* a dead context's MRs whose pieces wait (lkey_next) */
+	struct vr_mem *reap;           /* released by a dead context, not yet given back */
+	struct vr_mr *mr_reap;         /* a dead context's MRs whose pieces wait (lkey_next) */
 	uint64_t meta_bytes;            /* daemon heap for segment tables etc., capped */
 	uint64_t ctx_mask;              /* slots with a context (atomic: the control
 					 * thread reads it without the big lock) */
-	struct urd_ctx *ctx[URD_MAX_CTX];
+	struct vr_ctx *ctx[URD_MAX_CTX];
 	uint32_t last_seq[URD_MAX_CTX]; /* per slot, for slots without a context */
-	struct urd_qp *qp_slots[URD_MAX_QP_SLOTS];
-	struct urd_mr *lkeys[URD_KEY_BUCKETS], *rkeys[URD_KEY_BUCKETS];
+	struct vr_qp *qp_slots[URD_MAX_QP_SLOTS];
+	struct vr_mr *lkeys[URD_KEY_BUCKETS], *rkeys[URD_KEY_BUCKETS];
 	struct urd_counters cnt;
 	struct urd_limits lim;
 	struct urd_qos qos;
@@ -256,7 +256,7 @@ struct urd_daemon {
 	pthread_mutex_t lock;           /* the big lock */
 	char state_dir[384];
 	struct urd_vrnic *vrnics[URD_MAX_VRNICS];
-	struct urd_qp *qpn_hash[URD_QPN_BUCKETS];
+	struct vr_qp *qpn_hash[URD_QPN_BUCKETS];
 	uint32_t next_qpn;
 	bool qpn_sequential;            /* fuzz harnesses only: next_qpn++, reproducible */
 	uint32_t next_srqn;
@@ -264,8 +264,8 @@ struct urd_daemon {
 	uint32_t next_ctx_id;
 	volatile int stopping;
 	pthread_t engine_thread;
-	struct urd_qp *active_head, *active_tail;
-	struct urd_qp *wait_head;        /* QPs waiting for an RNR or retry timer */
+	struct vr_qp *active_head, *active_tail;
+	struct vr_qp *wait_head;        /* QPs waiting for an RNR or retry timer */
 	uint32_t engine_kick;           /* private futex word: control plane wakes the engine */
 	uint64_t copied_bytes;          /* every byte the engine moved (payload, GRH, atomic results) */
 	uint64_t engine_passes, engine_sleeps;
@@ -273,7 +273,7 @@ struct urd_daemon {
 	bool admin_gid_set;
 	/* engine: QPs whose vRNIC spent its budget in this pass; they go first
 	 * in the next one (still "active") */
-	struct urd_qp *defer_head, *defer_tail;
+	struct vr_qp *defer_head, *defer_tail;
 	uint64_t engine_pass_no;        /* engine: pass counter, for the vRNIC budgets */
 	uint64_t xfer_token;            /* engine: names messages in pieces */
 	uint64_t engine_yields;         /* engine: times it handed the big lock to a waiter */
@@ -318,15 +318,15 @@ const struct urd_extent *alloc_next_free(const struct urd_extent *e);
 
 /* ctrl.c */
 void *ctrl_thread_main(void *arg);
-void ctx_destroy(struct urd_ctx *ctx);
+void ctx_destroy(struct vr_ctx *ctx);
 /* The context's object behind handle (generation << 16 | index into
  * ctx->handles), if it is of that type; NULL otherwise. */
-void *obj_get(struct urd_ctx *ctx, uint32_t handle, enum urd_obj_type type);
-void ctx_post_async(struct urd_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle);
+void *obj_get(struct vr_ctx *ctx, uint32_t handle, enum urd_obj_type type);
+void ctx_post_async(struct vr_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle);
 /* Move backlogged async events into the ring as far as the tenant made room. */
-void ctx_async_flush(struct urd_ctx *ctx);
+void ctx_async_flush(struct vr_ctx *ctx);
 #define URD_ASYNC_BACKLOG_MAX 16384u    /* per context: 4 per QP slot, 256 KiB */
-void ctx_notify(struct urd_ctx *ctx);
+void ctx_notify(struct vr_ctx *ctx);
 int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
 		  void *resp, uint32_t *resp_len);
 /* True when the context in slot has no living owner (container: its OFD lock
@@ -334,10 +334,10 @@ int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t
 bool ctrl_occupant_dead(struct urd_vrnic *vr, uint32_t slot);
 
 /* objects.c */
-struct urd_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn);
-struct urd_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey);
-struct urd_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey);
-void qp_to_error(struct urd_qp *qp, bool async);
+struct vr_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn);
+struct vr_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey);
+struct vr_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey);
+void qp_to_error(struct vr_qp *qp, bool async);
 /* Give back a batch of what ctx_destroy queued: MRs' pieces and allocations
  * (a context may die with millions of them: that is not one lock hold).  Big
  * lock held; true while more wait. */
@@ -347,17 +347,17 @@ bool mem_reap(struct urd_vrnic *vr, uint32_t max);
  * WITHOUT the big lock (it depends only on the request and the guest RAM
  * layout); op_reg_mr then only charges and links.  *out stays NULL for other
  * requests. */
-struct urd_mr_prep;
-void mr_prepare(struct urd_vrnic *vr, const void *req, uint32_t req_len, struct urd_mr_prep **out);
-void mr_prep_free(struct urd_mr_prep *p);
+struct vr_mr_prep;
+void mr_prepare(struct urd_vrnic *vr, const void *req, uint32_t req_len, struct vr_mr_prep **out);
+void mr_prep_free(struct vr_mr_prep *p);
 int ctrl_dispatch_prep(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
-		       void *resp, uint32_t *resp_len, struct urd_mr_prep *prep);
+		       void *resp, uint32_t *resp_len, struct vr_mr_prep *prep);
 /* The library gave up waiting for this request (it marked resp_seq): destroy
  * what the request created, as the matching destroy verb would.  Big lock. */
 void ctrl_undo(struct urd_vrnic *vr, uint32_t slot, uint16_t op, const void *resp);
 
 /* fwd.c: the forwarding data path (benchmark baseline); -EOPNOTSUPP when absent */
-int fwd_dispatch(struct urd_vrnic *vr, struct urd_ctx *ctx, const void *req, uint32_t req_len,
+int fwd_dispatch(struct urd_vrnic *vr, struct vr_ctx *ctx, const void *req, uint32_t req_len,
 		 void *resp, uint32_t *resp_len);
 
 /* vm.c: VM vRNICs: guest RAM shared with QEMU, guest-physical MR segments,
@@ -408,9 +408,9 @@ bool qos_admit(struct urd_vrnic *vr, uint64_t bytes, uint64_t now, uint64_t *unt
 /* engine/engine.c */
 int engine_start(struct urd_daemon *d);
 void engine_stop(struct urd_daemon *d);
-void engine_activate(struct urd_qp *qp);       /* big lock held */
-void engine_forget(struct urd_qp *qp);         /* big lock held: qp is going away */
-void engine_unwait(struct urd_qp *qp);         /* big lock held: off the timer list */
+void engine_activate(struct vr_qp *qp);       /* big lock held */
+void engine_forget(struct vr_qp *qp);         /* big lock held: qp is going away */
+void engine_unwait(struct vr_qp *qp);         /* big lock held: off the timer list */
 void engine_kick(struct urd_daemon *d);
 
 #endif

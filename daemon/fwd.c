@@ -47,7 +47,7 @@ static uint32_t pad(uint32_t n)
 /* Outstanding WQEs the ring may hold: prod is the region's (tenant-writable)
  * producer index, head the engine's private consumer index.  A prod more
  * than a ring ahead is broken; the engine moves such a QP to error. */
-static int ring_room(const struct urd_ring *r, uint32_t limit, uint32_t prod, uint32_t *room)
+static int ring_room(const struct vr_ring *r, uint32_t limit, uint32_t prod, uint32_t *room)
 {
 	uint32_t used = prod - r->head;
 
@@ -62,7 +62,7 @@ static int ring_room(const struct urd_ring *r, uint32_t limit, uint32_t prod, ui
 /* Copies the next WQE of the request, bytes long from *off (header and body,
  * already validated), into the ring's slot at *prod and steps past it (the
  * request pads each WQE to URD_FWD_ALIGN). */
-static int ring_put(struct urd_ring *r, uint32_t *prod, uint32_t *room, const uint8_t *req,
+static int ring_put(struct vr_ring *r, uint32_t *prod, uint32_t *room, const uint8_t *req,
 		    uint32_t len, uint32_t *off, uint32_t bytes)
 {
 	if (len - *off < bytes)
@@ -78,11 +78,11 @@ static int ring_put(struct urd_ring *r, uint32_t *prod, uint32_t *room, const ui
 	return 0;
 }
 
-static int fwd_post_send(struct urd_ctx *ctx, const uint8_t *req, uint32_t len,
+static int fwd_post_send(struct vr_ctx *ctx, const uint8_t *req, uint32_t len,
 			 struct urd_fwd_post_resp *o)
 {
 	const struct urd_fwd_post_req *r = (const void *)req;
-	struct urd_qp *qp = obj_get(ctx, r->handle, OBJ_QP);
+	struct vr_qp *qp = obj_get(ctx, r->handle, OBJ_QP);
 	uint32_t off = sizeof(*r), prod, room, slot_bytes, i;
 	int ret = 0;
 
@@ -133,7 +133,7 @@ static int fwd_post_send(struct urd_ctx *ctx, const uint8_t *req, uint32_t len,
 
 /* Receive WQEs into r (a QP's RQ or an SRQ's ring), max_sge and limit being
  * the queue's granted capabilities. */
-static int fwd_post_recv_ring(struct urd_ring *ring, uint32_t max_sge, uint32_t limit,
+static int fwd_post_recv_ring(struct vr_ring *ring, uint32_t max_sge, uint32_t limit,
 			      const uint8_t *req, uint32_t len, struct urd_fwd_post_resp *o)
 {
 	const struct urd_fwd_post_req *r = (const void *)req;
@@ -170,11 +170,11 @@ static int fwd_post_recv_ring(struct urd_ring *ring, uint32_t max_sge, uint32_t 
 	return ret;
 }
 
-static int fwd_post_recv(struct urd_ctx *ctx, const uint8_t *req, uint32_t len,
+static int fwd_post_recv(struct vr_ctx *ctx, const uint8_t *req, uint32_t len,
 			 struct urd_fwd_post_resp *o)
 {
 	const struct urd_fwd_post_req *r = (const void *)req;
-	struct urd_qp *qp = obj_get(ctx, r->handle, OBJ_QP);
+	struct vr_qp *qp = obj_get(ctx, r->handle, OBJ_QP);
 	int ret;
 
 	if (!qp || qp->srq || !qp->rq.bytes)
@@ -188,11 +188,11 @@ static int fwd_post_recv(struct urd_ctx *ctx, const uint8_t *req, uint32_t len,
 	return ret;
 }
 
-static int fwd_post_srq_recv(struct urd_ctx *ctx, const uint8_t *req, uint32_t len,
+static int fwd_post_srq_recv(struct vr_ctx *ctx, const uint8_t *req, uint32_t len,
 			     struct urd_fwd_post_resp *o)
 {
 	const struct urd_fwd_post_req *r = (const void *)req;
-	struct urd_srq *srq = obj_get(ctx, r->handle, OBJ_SRQ);
+	struct vr_srq *srq = obj_get(ctx, r->handle, OBJ_SRQ);
 
 	if (!srq)
 		return -EINVAL;
@@ -201,12 +201,12 @@ static int fwd_post_srq_recv(struct urd_ctx *ctx, const uint8_t *req, uint32_t l
 	return fwd_post_recv_ring(&srq->ring, srq->max_sge, srq->max_wr, req, len, o);
 }
 
-static int fwd_poll_cq(struct urd_ctx *ctx, const uint8_t *req, uint8_t *resp, uint32_t *resp_len)
+static int fwd_poll_cq(struct vr_ctx *ctx, const uint8_t *req, uint8_t *resp, uint32_t *resp_len)
 {
 	const struct urd_fwd_poll_req *r = (const void *)req;
 	struct urd_fwd_poll_resp *o = (void *)resp;
-	struct urd_cq *cq = obj_get(ctx, r->handle, OBJ_CQ);
-	struct urd_ring *ring;
+	struct vr_cq *cq = obj_get(ctx, r->handle, OBJ_CQ);
+	struct vr_ring *ring;
 	uint32_t cons, avail, n;
 
 	if (!cq)
@@ -236,10 +236,10 @@ static int fwd_poll_cq(struct urd_ctx *ctx, const uint8_t *req, uint8_t *resp, u
 /* IB spec 11.4.2.2, as the library's urd_req_notify_cq: an ANY arm is not
  * weakened to SOLICITED.  The engine cannot push a CQE while we hold the big
  * lock, so the arm and the application's next (forwarded) poll are ordered. */
-static int fwd_req_notify(struct urd_ctx *ctx, const uint8_t *req)
+static int fwd_req_notify(struct vr_ctx *ctx, const uint8_t *req)
 {
 	const struct urd_fwd_notify_req *r = (const void *)req;
-	struct urd_cq *cq = obj_get(ctx, r->handle, OBJ_CQ);
+	struct vr_cq *cq = obj_get(ctx, r->handle, OBJ_CQ);
 	uint32_t want = r->solicited_only ? URD_CQ_ARM_SOLICITED : URD_CQ_ARM_ANY;
 
 	if (!cq)
@@ -254,7 +254,7 @@ static int fwd_req_notify(struct urd_ctx *ctx, const uint8_t *req)
 	return 0;
 }
 
-int fwd_dispatch(struct urd_vrnic *vr URD_UNUSED, struct urd_ctx *ctx, const void *req, uint32_t req_len,
+int fwd_dispatch(struct urd_vrnic *vr URD_UNUSED, struct vr_ctx *ctx, const void *req, uint32_t req_len,
 		 void *resp, uint32_t *resp_len)
 {
 	const struct urd_msg_hdr *h = req;

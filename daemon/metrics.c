@@ -120,7 +120,7 @@ static int snap_take(struct urd_daemon *d, struct snap *s)
 		}
 		/* nqp counts the slots in use: stop at the last one */
 		for (uint32_t q = 0; q < URD_MAX_QP_SLOTS && o->nqps < vr->nqp; q++) {
-			const struct urd_qp *qp = vr->qp_slots[q];
+			const struct vr_qp *qp = vr->qp_slots[q];
 
 			if (qp)
 				o->qps[o->nqps++] = (struct snap_qp){ qp->qpn, qp->cnt.tx_bytes, qp->cnt.rx_bytes };

@@ -25,7 +25,7 @@
 
 /* ------------------------------------------------------------- handles */
 
-static int handle_new(struct urd_ctx *ctx, struct urd_obj *o, enum urd_obj_type type)
+static int handle_new(struct vr_ctx *ctx, struct vr_obj *o, enum urd_obj_type type)
 {
 	uint32_t idx;
 
@@ -34,7 +34,7 @@ static int handle_new(struct urd_ctx *ctx, struct urd_obj *o, enum urd_obj_type 
 			break;
 	if (idx >= ctx->nhandles) {
 		uint32_t n = ctx->nhandles ? ctx->nhandles * 2 : 64;
-		struct urd_obj **h;
+		struct vr_obj **h;
 		uint16_t *g;
 
 		if (n > URD_MAX_HANDLES)
@@ -60,15 +60,15 @@ static int handle_new(struct urd_ctx *ctx, struct urd_obj *o, enum urd_obj_type 
 	return 0;
 }
 
-static void handle_free(struct urd_obj *o)
+static void handle_free(struct vr_obj *o)
 {
 	o->ctx->handles[o->handle & 0xffff] = NULL;
 }
 
-void *obj_get(struct urd_ctx *ctx, uint32_t handle, enum urd_obj_type type)
+void *obj_get(struct vr_ctx *ctx, uint32_t handle, enum urd_obj_type type)
 {
 	uint32_t idx = handle & 0xffff;
-	struct urd_obj *o;
+	struct vr_obj *o;
 
 	if (!idx || idx >= ctx->nhandles)
 		return NULL;
@@ -100,7 +100,7 @@ static uint32_t ilog2(uint32_t v)
 
 /* --------------------------------------------------------------- rings */
 
-static int ring_alloc(struct urd_vrnic *vr, struct urd_ring *r, uint32_t n, uint32_t slot_bytes)
+static int ring_alloc(struct urd_vrnic *vr, struct vr_ring *r, uint32_t n, uint32_t slot_bytes)
 {
 	uint64_t bytes = URD_RING_HDR_SIZE + (uint64_t)n * slot_bytes;
 	uint64_t off;
@@ -131,7 +131,7 @@ static int ring_alloc(struct urd_vrnic *vr, struct urd_ring *r, uint32_t n, uint
 	return 0;
 }
 
-static void ring_free(struct urd_vrnic *vr, struct urd_ring *r)
+static void ring_free(struct urd_vrnic *vr, struct vr_ring *r)
 {
 	if (r->bytes)
 		alloc_put(&vr->arena, r->off, r->bytes);
@@ -145,17 +145,17 @@ static uint32_t key_bucket(uint32_t key)
 	return (key * 2654435761u) >> 22;       /* 10 bits */
 }
 
-struct urd_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey)
+struct vr_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey)
 {
-	for (struct urd_mr *m = vr->lkeys[key_bucket(lkey)]; m; m = m->lkey_next)
+	for (struct vr_mr *m = vr->lkeys[key_bucket(lkey)]; m; m = m->lkey_next)
 		if (m->lkey == lkey)
 			return m;
 	return NULL;
 }
 
-struct urd_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey)
+struct vr_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey)
 {
-	for (struct urd_mr *m = vr->rkeys[key_bucket(rkey)]; m; m = m->rkey_next)
+	for (struct vr_mr *m = vr->rkeys[key_bucket(rkey)]; m; m = m->rkey_next)
 		if (m->rkey == rkey)
 			return m;
 	return NULL;
@@ -175,9 +175,9 @@ static uint32_t new_key(struct urd_vrnic *vr)
 
 /* ------------------------------------------------------------------ QPNs */
 
-struct urd_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn)
+struct vr_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn)
 {
-	for (struct urd_qp *q = d->qpn_hash[qpn % URD_QPN_BUCKETS]; q; q = q->qpn_next)
+	for (struct vr_qp *q = d->qpn_hash[qpn % URD_QPN_BUCKETS]; q; q = q->qpn_next)
 		if (q->qpn == qpn)
 			return q;
 	return NULL;
@@ -202,9 +202,9 @@ static uint32_t qpn_alloc(struct urd_daemon *d)
 	}
 }
 
-static void qpn_unlink(struct urd_daemon *d, struct urd_qp *qp)
+static void qpn_unlink(struct urd_daemon *d, struct vr_qp *qp)
 {
-	for (struct urd_qp **pp = &d->qpn_hash[qp->qpn % URD_QPN_BUCKETS]; *pp; pp = &(*pp)->qpn_next)
+	for (struct vr_qp **pp = &d->qpn_hash[qp->qpn % URD_QPN_BUCKETS]; *pp; pp = &(*pp)->qpn_next)
 		if (*pp == qp) {
 			*pp = qp->qpn_next;
 			return;
@@ -218,15 +218,15 @@ static void qpn_unlink(struct urd_daemon *d, struct urd_qp *qp)
 
 struct handler_args {
 	struct urd_vrnic *vr;
-	struct urd_ctx *ctx;
+	struct vr_ctx *ctx;
 	uint32_t slot;
-	struct urd_mr_prep *prep;       /* REG_MR of a VM: done without the big lock */
+	struct vr_mr_prep *prep;       /* REG_MR of a VM: done without the big lock */
 };
 
 static int op_alloc_pd(struct handler_args *a, const void *req URD_UNUSED, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
 {
 	RESP(urd_handle_resp);
-	struct urd_pd *pd;
+	struct vr_pd *pd;
 	int ret;
 
 	if (a->vr->npd >= a->vr->lim.max_pd)
@@ -244,7 +244,7 @@ static int op_alloc_pd(struct handler_args *a, const void *req URD_UNUSED, uint3
 	return 0;
 }
 
-static void pd_free(struct urd_pd *pd)
+static void pd_free(struct vr_pd *pd)
 {
 	pd->obj.ctx->vr->npd--;
 	handle_free(&pd->obj);
@@ -254,7 +254,7 @@ static void pd_free(struct urd_pd *pd)
 static int op_dealloc_pd(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_handle_req);
-	struct urd_pd *pd = obj_get(a->ctx, r->handle, OBJ_PD);
+	struct vr_pd *pd = obj_get(a->ctx, r->handle, OBJ_PD);
 
 	if (!pd)
 		return -EINVAL;
@@ -267,7 +267,7 @@ static int op_dealloc_pd(struct handler_args *a, const void *req, uint32_t len U
 /* Memory window allocations live in the vRNIC, not in the context: an MR of
  * another context of the same tenant may still reference them after the
  * allocating context freed them or died. */
-static void mem_release(struct urd_vrnic *vr, struct urd_mem *m)
+static void mem_release(struct urd_vrnic *vr, struct vr_mem *m)
 {
 	/* While the vRNIC is torn down under running applications their pages
 	 * stay where they are: punching them would zero live memory.  The file
@@ -281,7 +281,7 @@ static void mem_release(struct urd_vrnic *vr, struct urd_mem *m)
 /* Daemon heap per allocation: the struct and its tsearch node, each with
  * malloc's header. */
 #define MALLOC_OVERHEAD 16u
-#define MEM_META ((uint64_t)sizeof(struct urd_mem) + 4 * sizeof(void *) + 2 * MALLOC_OVERHEAD)
+#define MEM_META ((uint64_t)sizeof(struct vr_mem) + 4 * sizeof(void *) + 2 * MALLOC_OVERHEAD)
 
 /* Allocations per vRNIC: the library makes one per run of pages it moves,
  * and a run lives while an MR covers part of it; an MR can add at most one
@@ -299,7 +299,7 @@ static uint64_t mem_alloc_cap(const struct urd_vrnic *vr)
 
 static uint64_t meta_cap(const struct urd_vrnic *vr)
 {
-	return URD_META_BASE + vr->lim.max_mem_bytes / URD_PAGE_SIZE * sizeof(struct urd_mr_piece);
+	return URD_META_BASE + vr->lim.max_mem_bytes / URD_PAGE_SIZE * sizeof(struct vr_mr_piece);
 }
 
 static bool meta_charge(struct urd_vrnic *vr, uint64_t bytes)
@@ -314,7 +314,7 @@ static bool meta_charge(struct urd_vrnic *vr, uint64_t bytes)
  * "overlaps" is equality and the tree orders them by offset. */
 static int mem_cmp(const void *a, const void *b)
 {
-	const struct urd_mem *x = a, *y = b;
+	const struct vr_mem *x = a, *y = b;
 
 	if (x->off + x->len <= y->off)
 		return -1;
@@ -324,15 +324,15 @@ static int mem_cmp(const void *a, const void *b)
 }
 
 /* The allocation holding byte off, in O(log n). */
-static struct urd_mem *mem_at(struct urd_vrnic *vr, uint64_t off)
+static struct vr_mem *mem_at(struct urd_vrnic *vr, uint64_t off)
 {
-	struct urd_mem key = { .off = off, .len = 1 };
+	struct vr_mem key = { .off = off, .len = 1 };
 	void *n = tfind(&key, &vr->mem_tree, mem_cmp);
 
-	return n ? *(struct urd_mem **)n : NULL;
+	return n ? *(struct vr_mem **)n : NULL;
 }
 
-static void mem_unlink(struct urd_vrnic *vr, struct urd_mem *m)
+static void mem_unlink(struct urd_vrnic *vr, struct vr_mem *m)
 {
 	if (m->prev)
 		m->prev->next = m->next;
@@ -343,7 +343,7 @@ static void mem_unlink(struct urd_vrnic *vr, struct urd_mem *m)
 	m->prev = m->next = NULL;
 }
 
-static void mem_drop(struct urd_vrnic *vr, struct urd_mem *m)
+static void mem_drop(struct urd_vrnic *vr, struct vr_mem *m)
 {
 	tdelete(m, &vr->mem_tree, mem_cmp);
 	vr->nmem--;
@@ -352,7 +352,7 @@ static void mem_drop(struct urd_vrnic *vr, struct urd_mem *m)
 	free(m);
 }
 
-static void mem_unlink_free(struct urd_vrnic *vr, struct urd_mem *m)
+static void mem_unlink_free(struct urd_vrnic *vr, struct vr_mem *m)
 {
 	mem_unlink(vr, m);
 	mem_release(vr, m);
@@ -364,7 +364,7 @@ static void mem_unlink_free(struct urd_vrnic *vr, struct urd_mem *m)
 
 static int mem_off_cmp(const void *a, const void *b)
 {
-	const struct urd_mem *x = *(struct urd_mem *const *)a, *y = *(struct urd_mem *const *)b;
+	const struct vr_mem *x = *(struct vr_mem *const *)a, *y = *(struct vr_mem *const *)b;
 
 	return x->off < y->off ? -1 : x->off > y->off;
 }
@@ -380,7 +380,7 @@ static bool reap_later(const struct urd_vrnic *vr)
 
 static bool mems_reap(struct urd_vrnic *vr, uint32_t max)
 {
-	struct urd_mem *batch[REAP_BATCH];
+	struct vr_mem *batch[REAP_BATCH];
 	uint32_t n = 0;
 
 	if (max > REAP_BATCH)
@@ -408,7 +408,7 @@ static bool mems_reap(struct urd_vrnic *vr, uint32_t max)
 	return vr->reap != NULL;
 }
 
-static void mem_put(struct urd_vrnic *vr, struct urd_mem *m)
+static void mem_put(struct urd_vrnic *vr, struct vr_mem *m)
 {
 	if (!m)
 		return;         /* a VM MR's segment: guest RAM, no window piece */
@@ -428,7 +428,7 @@ static int op_mem_alloc(struct handler_args *a, const void *req, uint32_t len UR
 	REQ(urd_mem_req);
 	RESP(urd_mem_resp);
 	struct urd_vrnic *vr = a->vr;
-	struct urd_mem *m;
+	struct vr_mem *m;
 	uint64_t off;
 	int ret;
 
@@ -481,7 +481,7 @@ static int op_mem_free(struct handler_args *a, const void *req, uint32_t len URD
 
 	if (a->vr->vm)
 		return -EOPNOTSUPP;     /* VM hook: no window */
-	struct urd_mem *m = r->len ? mem_at(a->vr, r->off) : NULL;
+	struct vr_mem *m = r->len ? mem_at(a->vr, r->off) : NULL;
 
 	if (m && m->off == r->off && m->len == r->len && !m->freed_by_tenant && m->ctx == a->ctx) {
 		m->freed_by_tenant = true;
@@ -493,9 +493,9 @@ static int op_mem_free(struct handler_args *a, const void *req, uint32_t len URD
 	return -EINVAL;
 }
 
-static struct urd_mem *mem_containing(struct urd_vrnic *vr, uint64_t off, uint64_t len)
+static struct vr_mem *mem_containing(struct urd_vrnic *vr, uint64_t off, uint64_t len)
 {
-	struct urd_mem *m = len ? mem_at(vr, off) : NULL;
+	struct vr_mem *m = len ? mem_at(vr, off) : NULL;
 
 	if (m && !m->freed_by_tenant && off >= m->off && len <= m->len && off - m->off <= m->len - len)
 		return m;
@@ -512,11 +512,11 @@ static struct urd_mem *mem_containing(struct urd_vrnic *vr, uint64_t off, uint64
  * discontiguity, and every piece is charged to the vRNIC's metadata quota.
  * One exception: a VM MR without write access may alias guest frames (the
  * guest's zero page); its pieces are charged to the memory quota one by one. */
-struct urd_mr_prep {
+struct vr_mr_prep {
 	int err;
 	uint32_t n;                     /* pieces */
 	uint64_t charge;                /* VM: page-rounded bytes, for the memory quota */
-	struct urd_mr_piece *p;         /* n pieces, malloc'd (or mmapped: mapped) */
+	struct vr_mr_piece *p;         /* n pieces, malloc'd (or mmapped: mapped) */
 	uint32_t mapped;                /* pieces p was mmapped for; 0: malloc'd */
 };
 
@@ -587,7 +587,7 @@ static void *big_alloc(size_t bytes)
 }
 
 /* 0 when no two pieces touch the same page; -EINVAL otherwise.  O(n log n). */
-static int pieces_disjoint(const struct urd_mr_piece *p, uint32_t n)
+static int pieces_disjoint(const struct vr_mr_piece *p, uint32_t n)
 {
 	size_t bytes = (size_t)n * sizeof(struct span);
 	struct span *s;
@@ -619,7 +619,7 @@ static bool reg_mr_segs_ok(const struct urd_reg_mr_req *r, uint32_t len)
 /* VM: segments are guest-physical; vm_translate checks that each is guest
  * RAM and gives the daemon's address of it.  No big lock needed. */
 static int vm_segments(struct urd_vrnic *vr, const struct urd_reg_mr_req *r, uint32_t len,
-		       struct urd_mr_prep *p)
+		       struct vr_mr_prep *p)
 {
 	const struct urd_mr_seg *segs = r->segs;
 	struct urd_mr_seg *table = NULL;
@@ -705,7 +705,7 @@ out:
 /* Container: segments are offsets in the memory window, each inside one
  * live allocation (looked up in O(log n)).  Big lock held. */
 static int win_segments(struct urd_vrnic *vr, const struct urd_reg_mr_req *r, uint32_t len,
-			struct urd_mr_prep *p)
+			struct vr_mr_prep *p)
 {
 	uint64_t total = 0;
 
@@ -716,8 +716,8 @@ static int win_segments(struct urd_vrnic *vr, const struct urd_reg_mr_req *r, ui
 		return -ENOMEM;
 	for (uint32_t i = 0; i < r->nsegs; i++) {
 		const struct urd_mr_seg *sg = &r->segs[i];
-		struct urd_mem *m;
-		struct urd_mr_piece *last = p->n ? &p->p[p->n - 1] : NULL;
+		struct vr_mem *m;
+		struct vr_mr_piece *last = p->n ? &p->p[p->n - 1] : NULL;
 
 		if (!sg->len || sg->len > r->length - total || !seg_granular(sg->off, sg->len, i, r->nsegs))
 			return -EINVAL;
@@ -741,7 +741,7 @@ static int win_segments(struct urd_vrnic *vr, const struct urd_reg_mr_req *r, ui
 	return pieces_disjoint(p->p, p->n);
 }
 
-static void prep_pieces_free(struct urd_mr_prep *p)
+static void prep_pieces_free(struct vr_mr_prep *p)
 {
 	if (p->mapped)
 		munmap(p->p, (size_t)p->mapped * sizeof(*p->p));
@@ -751,7 +751,7 @@ static void prep_pieces_free(struct urd_mr_prep *p)
 	p->mapped = 0;
 }
 
-void mr_prep_free(struct urd_mr_prep *p)
+void mr_prep_free(struct vr_mr_prep *p)
 {
 	if (!p)
 		return;
@@ -759,10 +759,10 @@ void mr_prep_free(struct urd_mr_prep *p)
 	free(p);
 }
 
-void mr_prepare(struct urd_vrnic *vr, const void *req, uint32_t req_len, struct urd_mr_prep **out)
+void mr_prepare(struct urd_vrnic *vr, const void *req, uint32_t req_len, struct vr_mr_prep **out)
 {
 	const struct urd_msg_hdr *h = req;
-	struct urd_mr_prep *p;
+	struct vr_mr_prep *p;
 
 	*out = NULL;
 	if (!vr->vm || req_len < sizeof(struct urd_reg_mr_req) || req_len > URD_MSG_MAX ||
@@ -784,9 +784,9 @@ static int op_reg_mr(struct handler_args *a, const void *req, uint32_t len, void
 	REQ(urd_reg_mr_req);
 	RESP(urd_reg_mr_resp);
 	struct urd_vrnic *vr = a->vr;
-	struct urd_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
-	struct urd_mr_prep local = { 0 }, *p = a->prep ? a->prep : &local;
-	struct urd_mr *mr;
+	struct vr_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
+	struct vr_mr_prep local = { 0 }, *p = a->prep ? a->prep : &local;
+	struct vr_mr *mr;
 	uint64_t meta;
 	uint32_t b;
 	int ret;
@@ -884,7 +884,7 @@ err_prep:
 	return ret;
 }
 
-static void mr_release(struct urd_vrnic *vr, struct urd_mr *mr)
+static void mr_release(struct urd_vrnic *vr, struct vr_mr *mr)
 {
 	for (uint32_t i = 0; i < mr->nsegs; i++)
 		mem_put(vr, mr->segs[i].mem);
@@ -895,16 +895,16 @@ static void mr_release(struct urd_vrnic *vr, struct urd_mr *mr)
 }
 
 /* defer: a dying context's MR (ctx_destroy), whose pieces may be many */
-static void mr_free(struct urd_mr *mr, bool defer)
+static void mr_free(struct vr_mr *mr, bool defer)
 {
 	struct urd_vrnic *vr = mr->obj.ctx->vr;
 
-	for (struct urd_mr **pp = &vr->lkeys[key_bucket(mr->lkey)]; *pp; pp = &(*pp)->lkey_next)
+	for (struct vr_mr **pp = &vr->lkeys[key_bucket(mr->lkey)]; *pp; pp = &(*pp)->lkey_next)
 		if (*pp == mr) {
 			*pp = mr->lkey_next;
 			break;
 		}
-	for (struct urd_mr **pp = &vr->rkeys[key_bucket(mr->rkey)]; *pp; pp = &(*pp)->rkey_next)
+	for (struct vr_mr **pp = &vr->rkeys[key_bucket(mr->rkey)]; *pp; pp = &(*pp)->rkey_next)
 		if (*pp == mr) {
 			*pp = mr->rkey_next;
 			break;
@@ -928,7 +928,7 @@ bool mem_reap(struct urd_vrnic *vr, uint32_t max)
 	uint32_t pieces = 0;
 
 	while (vr->mr_reap && pieces < 32768) {
-		struct urd_mr *mr = vr->mr_reap;
+		struct vr_mr *mr = vr->mr_reap;
 
 		vr->mr_reap = mr->lkey_next;
 		pieces += mr->nsegs;
@@ -940,7 +940,7 @@ bool mem_reap(struct urd_vrnic *vr, uint32_t max)
 static int op_dereg_mr(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_handle_req);
-	struct urd_mr *mr = obj_get(a->ctx, r->handle, OBJ_MR);
+	struct vr_mr *mr = obj_get(a->ctx, r->handle, OBJ_MR);
 
 	if (!mr)
 		return -EINVAL;
@@ -952,7 +952,7 @@ static int op_create_cq(struct handler_args *a, const void *req, uint32_t len UR
 {
 	REQ(urd_create_cq_req);
 	RESP(urd_create_cq_resp);
-	struct urd_cq *cq;
+	struct vr_cq *cq;
 	int ret;
 
 	if (!r->cqe || r->cqe > a->vr->lim.max_cqe)
@@ -983,7 +983,7 @@ err_free:
 	return ret;
 }
 
-static void cq_free(struct urd_cq *cq)
+static void cq_free(struct vr_cq *cq)
 {
 	struct urd_vrnic *vr = cq->obj.ctx->vr;
 
@@ -996,7 +996,7 @@ static void cq_free(struct urd_cq *cq)
 static int op_destroy_cq(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_handle_req);
-	struct urd_cq *cq = obj_get(a->ctx, r->handle, OBJ_CQ);
+	struct vr_cq *cq = obj_get(a->ctx, r->handle, OBJ_CQ);
 
 	if (!cq)
 		return -EINVAL;
@@ -1012,7 +1012,7 @@ static uint32_t recv_wqe_bytes(uint32_t max_sge)
 			    (max_sge ? max_sge : 1) * (uint32_t)sizeof(struct urd_sge));
 }
 
-static void srq_fill(const struct urd_srq *srq, struct urd_srq_resp *o)
+static void srq_fill(const struct vr_srq *srq, struct urd_srq_resp *o)
 {
 	o->handle = srq->obj.handle;
 	o->srq_num = srq->srq_num;
@@ -1029,8 +1029,8 @@ static int op_create_srq(struct handler_args *a, const void *req, uint32_t len U
 	REQ(urd_create_srq_req);
 	RESP(urd_srq_resp);
 	const struct urd_dev_attr *dev = &a->vr->hdr->dev;
-	struct urd_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
-	struct urd_srq *srq;
+	struct vr_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
+	struct vr_srq *srq;
 	uint32_t n;
 	int ret;
 
@@ -1070,7 +1070,7 @@ err_free:
 static int op_modify_srq(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_modify_srq_req);
-	struct urd_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
+	struct vr_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
 
 	if (!srq)
 		return -EINVAL;
@@ -1090,7 +1090,7 @@ static int op_query_srq(struct handler_args *a, const void *req, uint32_t len UR
 {
 	REQ(urd_handle_req);
 	RESP(urd_srq_resp);
-	struct urd_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
+	struct vr_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
 
 	if (!srq)
 		return -EINVAL;
@@ -1098,7 +1098,7 @@ static int op_query_srq(struct handler_args *a, const void *req, uint32_t len UR
 	return 0;
 }
 
-static void srq_free(struct urd_srq *srq)
+static void srq_free(struct vr_srq *srq)
 {
 	struct urd_vrnic *vr = srq->obj.ctx->vr;
 
@@ -1112,7 +1112,7 @@ static void srq_free(struct urd_srq *srq)
 static int op_destroy_srq(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_handle_req);
-	struct urd_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
+	struct vr_srq *srq = obj_get(a->ctx, r->handle, OBJ_SRQ);
 
 	if (!srq)
 		return -EINVAL;
@@ -1127,13 +1127,13 @@ static int op_create_qp(struct handler_args *a, const void *req, uint32_t len UR
 	REQ(urd_create_qp_req);
 	RESP(urd_create_qp_resp);
 	struct urd_vrnic *vr = a->vr;
-	struct urd_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
-	struct urd_cq *scq = obj_get(a->ctx, r->send_cq, OBJ_CQ);
-	struct urd_cq *rcq = obj_get(a->ctx, r->recv_cq, OBJ_CQ);
-	struct urd_srq *srq = NULL;
+	struct vr_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
+	struct vr_cq *scq = obj_get(a->ctx, r->send_cq, OBJ_CQ);
+	struct vr_cq *rcq = obj_get(a->ctx, r->recv_cq, OBJ_CQ);
+	struct vr_srq *srq = NULL;
 	struct urd_qp_cap cap = r->cap;
 	uint32_t sq_bytes, room, db = UINT32_MAX;
-	struct urd_qp *qp;
+	struct vr_qp *qp;
 	int ret;
 
 	if (r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UD)
@@ -1297,7 +1297,7 @@ static bool qp_transition(uint32_t type, uint32_t cur, uint32_t next, uint32_t *
 	}
 }
 
-static void ring_reset(struct urd_ring *r)
+static void ring_reset(struct vr_ring *r)
 {
 	if (!r->bytes)
 		return;
@@ -1312,7 +1312,7 @@ static void ring_reset(struct urd_ring *r)
 static int op_modify_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_modify_qp_req);
-	struct urd_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
+	struct vr_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
 	const struct urd_qp_attr *at = &r->attr;
 	uint32_t mask = r->attr_mask, need, opt, next;
 
@@ -1402,7 +1402,7 @@ static int op_query_qp(struct handler_args *a, const void *req, uint32_t len URD
 {
 	REQ(urd_handle_req);
 	RESP(urd_query_qp_resp);
-	struct urd_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
+	struct vr_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
 
 	if (!qp)
 		return -EINVAL;
@@ -1416,7 +1416,7 @@ static int op_query_qp(struct handler_args *a, const void *req, uint32_t len URD
 	return 0;
 }
 
-static void qp_free(struct urd_qp *qp)
+static void qp_free(struct vr_qp *qp)
 {
 	struct urd_vrnic *vr = qp->vr;
 
@@ -1438,7 +1438,7 @@ static void qp_free(struct urd_qp *qp)
 static int op_destroy_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	REQ(urd_handle_req);
-	struct urd_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
+	struct vr_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
 
 	if (!qp)
 		return -EINVAL;
@@ -1446,7 +1446,7 @@ static int op_destroy_qp(struct handler_args *a, const void *req, uint32_t len U
 	return 0;
 }
 
-void qp_to_error(struct urd_qp *qp, bool async)
+void qp_to_error(struct vr_qp *qp, bool async)
 {
 	bool was = qp->state == IBV_QPS_ERR;
 
@@ -1464,7 +1464,7 @@ static int op_open_ctx(struct handler_args *a, const void *req URD_UNUSED, uint3
 {
 	RESP(urd_open_ctx_resp);
 	struct urd_vrnic *vr = a->vr;
-	struct urd_ctx *ctx;
+	struct vr_ctx *ctx;
 
 	if (vr->deleting)
 		return -ENODEV;
@@ -1499,23 +1499,23 @@ static int op_open_ctx(struct handler_args *a, const void *req URD_UNUSED, uint3
 
 /* Release everything the context owned.  Peers connected to its RC QPs go to
  * the error state: their next work would otherwise wait for a dead peer. */
-void ctx_destroy(struct urd_ctx *ctx)
+void ctx_destroy(struct vr_ctx *ctx)
 {
 	struct urd_vrnic *vr = ctx->vr;
 	struct urd_daemon *d = vr->d;
 
 	for (uint32_t pass = OBJ_QP; pass >= OBJ_PD; pass--) {
 		for (uint32_t i = 1; i < ctx->nhandles; i++) {
-			struct urd_obj *o = ctx->handles[i];
+			struct vr_obj *o = ctx->handles[i];
 
 			if (!o || o->type != pass)
 				continue;
 			switch (o->type) {
 			case OBJ_QP: {
-				struct urd_qp *qp = (struct urd_qp *)o;
+				struct vr_qp *qp = (struct vr_qp *)o;
 
 				if (qp->type == IBV_QPT_RC) {
-					struct urd_qp *peer = qpn_lookup(d, qp->attr.dest_qp_num);
+					struct vr_qp *peer = qpn_lookup(d, qp->attr.dest_qp_num);
 
 					/* only a peer of the same tenant: a QP elsewhere that
 					 * names this QPN is no peer (and must not hear of it) */
@@ -1529,15 +1529,15 @@ void ctx_destroy(struct urd_ctx *ctx)
 				qp_free(qp);
 				break;
 			}
-			case OBJ_SRQ: srq_free((struct urd_srq *)o); break;
-			case OBJ_CQ:  cq_free((struct urd_cq *)o); break;
-			case OBJ_MR:  mr_free((struct urd_mr *)o, reap_later(vr)); break;
-			case OBJ_PD:  pd_free((struct urd_pd *)o); break;
+			case OBJ_SRQ: srq_free((struct vr_srq *)o); break;
+			case OBJ_CQ:  cq_free((struct vr_cq *)o); break;
+			case OBJ_MR:  mr_free((struct vr_mr *)o, reap_later(vr)); break;
+			case OBJ_PD:  pd_free((struct vr_pd *)o); break;
 			default: break;
 			}
 		}
 	}
-	for (struct urd_mem *m = vr->mems, *next; m; m = next) {
+	for (struct vr_mem *m = vr->mems, *next; m; m = next) {
 		next = m->next;
 		if (m->ctx == ctx) {
 			m->ctx = NULL;
@@ -1607,7 +1607,7 @@ int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t
 }
 
 int ctrl_dispatch_prep(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
-		       void *resp, uint32_t *resp_len, struct urd_mr_prep *prep)
+		       void *resp, uint32_t *resp_len, struct vr_mr_prep *prep)
 {
 	const struct urd_msg_hdr *h = req;
 	struct handler_args a = { vr, vr->ctx[slot], slot, prep };

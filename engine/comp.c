@@ -8,9 +8,9 @@
 #include "engine.h"
 #include "unirdma/barrier.h"
 
-int cq_push(struct urd_cq *cq, const struct urd_cqe *cqe, bool solicited)
+int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
 {
-	struct urd_ring *r = &cq->ring;
+	struct vr_ring *r = &cq->ring;
 	uint32_t cons, arm;
 
 	if (cq->overflowed)
@@ -48,7 +48,7 @@ int cq_push(struct urd_cq *cq, const struct urd_cqe *cqe, bool solicited)
 	return 0;
 }
 
-static void push_or_fatal(struct urd_qp *qp, struct urd_cq *cq, const struct urd_cqe *cqe, bool solicited)
+static void push_or_fatal(struct vr_qp *qp, struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
 {
 	if (cq_push(cq, cqe, solicited) && qp->state != IBV_QPS_ERR)
 		qp_to_error(qp, true);
@@ -56,7 +56,7 @@ static void push_or_fatal(struct urd_qp *qp, struct urd_cq *cq, const struct urd
 
 /* Completion of the WQE at the head of the send queue.  Successful unsignaled
  * WQEs produce nothing; errors and flushes always complete (IB spec 10.8.3). */
-void comp_send(struct urd_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st)
+void comp_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st)
 {
 	struct urd_cqe c;
 	bool signaled = qp->sq_sig_all || (wqe->flags & URD_WQE_SIGNALED);
@@ -89,9 +89,9 @@ void comp_send(struct urd_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_st
  * receive WQE a SEND in pieces consumed.  At most *budget WQEs (lowered by
  * what it flushed): the tenant writes prod, and may keep moving it.  Returns
  * true if WQEs are left for the next call. */
-bool comp_recv_flush(struct urd_qp *qp, uint32_t *budget)
+bool comp_recv_flush(struct vr_qp *qp, uint32_t *budget)
 {
-	struct urd_ring *r = &qp->rq;
+	struct vr_ring *r = &qp->rq;
 	uint32_t prod;
 
 	if (qp->xfer && qp->xfer->rx) {
@@ -134,7 +134,7 @@ bool comp_recv_flush(struct urd_qp *qp, uint32_t *budget)
 
 /* The head WQE failed: complete it with st and move the QP to error; the rest
  * of the queue is flushed by the requester on its next pass. */
-void comp_fatal(struct urd_qp *qp, enum ibv_wc_status st)
+void comp_fatal(struct vr_qp *qp, enum ibv_wc_status st)
 {
 	CNT_BOTH(qp, errors, 1);
 	qp_to_error(qp, false);

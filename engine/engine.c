@@ -49,7 +49,7 @@ struct futex_waitv {
 #define HANDOFF_NS    (2ull * 1000 * 1000)      /* longest wait for a waiter to take the lock */
 #define WAITV_MAX     128               /* futex_waitv's limit on words */
 
-void engine_activate(struct urd_qp *qp)
+void engine_activate(struct vr_qp *qp)
 {
 	struct urd_daemon *d = qp->vr->d;
 
@@ -64,16 +64,16 @@ void engine_activate(struct urd_qp *qp)
 	d->active_tail = qp;
 }
 
-static void wait_unlink(struct urd_daemon *d, struct urd_qp *qp)
+static void wait_unlink(struct urd_daemon *d, struct vr_qp *qp)
 {
-	for (struct urd_qp **pp = &d->wait_head; *pp; pp = &(*pp)->wait_next)
+	for (struct vr_qp **pp = &d->wait_head; *pp; pp = &(*pp)->wait_next)
 		if (*pp == qp) {
 			*pp = qp->wait_next;
 			return;
 		}
 }
 
-void engine_wait(struct urd_qp *qp, enum urd_qp_wait why, uint64_t until_ns)
+void engine_wait(struct vr_qp *qp, enum urd_qp_wait why, uint64_t until_ns)
 {
 	struct urd_daemon *d = qp->vr->d;
 
@@ -87,7 +87,7 @@ void engine_wait(struct urd_qp *qp, enum urd_qp_wait why, uint64_t until_ns)
 
 /* Take the QP off the timer list (a QP going to error or away must not stay
  * there: the list would keep a pointer to it). */
-void engine_unwait(struct urd_qp *qp)
+void engine_unwait(struct vr_qp *qp)
 {
 	if (qp->wait != QP_WAIT_NONE) {
 		wait_unlink(qp->vr->d, qp);
@@ -96,11 +96,11 @@ void engine_unwait(struct urd_qp *qp)
 }
 
 /* Unlink qp from the list at *head / *tail; false if it is not there. */
-static bool list_unlink(struct urd_qp **head, struct urd_qp **tail, struct urd_qp *qp)
+static bool list_unlink(struct vr_qp **head, struct vr_qp **tail, struct vr_qp *qp)
 {
-	struct urd_qp *prev = NULL;
+	struct vr_qp *prev = NULL;
 
-	for (struct urd_qp *q = *head; q; prev = q, q = q->active_next) {
+	for (struct vr_qp *q = *head; q; prev = q, q = q->active_next) {
 		if (q != qp)
 			continue;
 		if (prev)
@@ -114,7 +114,7 @@ static bool list_unlink(struct urd_qp **head, struct urd_qp **tail, struct urd_q
 	return false;
 }
 
-void engine_forget(struct urd_qp *qp)
+void engine_forget(struct vr_qp *qp)
 {
 	struct urd_daemon *d = qp->vr->d;
 
@@ -129,7 +129,7 @@ void engine_forget(struct urd_qp *qp)
 	qp->xfer = NULL;
 }
 
-struct urd_xfer *engine_xfer(struct urd_qp *qp)
+struct engine_xfer *engine_xfer_get(struct vr_qp *qp)
 {
 	if (!qp->xfer)
 		qp->xfer = calloc(1, sizeof(*qp->xfer));
@@ -160,7 +160,7 @@ static bool take_doorbells(struct urd_vrnic *vr)
 		bits = urd_exchange(&db->bits[w], 0);
 		while (bits) {
 			uint32_t b = (uint32_t)__builtin_ctzll(bits);
-			struct urd_qp *qp = vr->qp_slots[w * 64 + b];
+			struct vr_qp *qp = vr->qp_slots[w * 64 + b];
 
 			bits &= bits - 1;
 			if (qp) {               /* a bit for an empty slot finds nothing */
@@ -254,7 +254,7 @@ static bool engine_yield(struct urd_daemon *d)
  * the lock is free, where engine_forget finds it. */
 static bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer)
 {
-	struct urd_qp *qp;
+	struct vr_qp *qp;
 	uint64_t pass = ++d->engine_pass_no;
 	bool did = false;
 	uint32_t n = 0;
@@ -264,7 +264,7 @@ static bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer
 			did |= take_doorbells(d->vrnics[i]);
 
 	*next_timer = UINT64_MAX;
-	for (struct urd_qp **pp = &d->wait_head; (qp = *pp);) {
+	for (struct vr_qp **pp = &d->wait_head; (qp = *pp);) {
 		if (qp->wait_until_ns <= now) {
 			*pp = qp->wait_next;
 			qp->wait = QP_WAIT_NONE;

@@ -25,7 +25,7 @@
 /* A validated scatter/gather element: a range of an MR, or flat engine memory
  * (inline data, atomic results). */
 struct vsge {
-	struct urd_mr *mr;
+	struct vr_mr *mr;
 	uint64_t off;                   /* offset inside the MR */
 	uint32_t len;
 	uint8_t *flat;                  /* when mr == NULL */
@@ -74,7 +74,7 @@ enum resp_result {
 
 /* A message in pieces, kept per QP between engine steps (allocated when a
  * QP first needs it, freed by engine_forget). */
-struct urd_xfer {
+struct engine_xfer {
 	/* requester: the WQE at the SQ head, in progress */
 	bool tx;
 	uint32_t tx_head;               /* its SQ index */
@@ -93,7 +93,7 @@ struct urd_xfer {
 };
 
 struct packet {
-	struct urd_qp *src;
+	struct vr_qp *src;
 	const struct urd_send_wqe *wqe;
 	const struct opcode_info *op;
 	struct vsge *local;             /* gather (send/write) or scatter (read/atomic) list */
@@ -107,35 +107,35 @@ struct packet {
 };
 
 /* mem.c */
-int mr_check_local(struct urd_vrnic *vr, struct urd_pd *pd, const struct urd_sge *sge,
+int mr_check_local(struct urd_vrnic *vr, struct vr_pd *pd, const struct urd_sge *sge,
 		   uint32_t need_access, struct vsge *out);
-int mr_check_remote(struct urd_vrnic *vr, struct urd_qp *qp, uint32_t rkey, uint64_t addr,
+int mr_check_remote(struct urd_vrnic *vr, struct vr_qp *qp, uint32_t rkey, uint64_t addr,
 		    uint64_t len, uint32_t need_access, struct vsge *out);
 uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig);
 uint32_t vsge_advance(struct vsge *v, uint32_t n, uint64_t off);
 void sg_copy(const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len);
 
 /* route.c */
-struct urd_qp *route_rc(struct urd_qp *src);
-struct urd_qp *route_ud(struct urd_qp *src, const struct urd_send_wqe *wqe);
+struct vr_qp *route_rc(struct vr_qp *src);
+struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe);
 
 /* resp.c */
-enum resp_result resp_handle(struct urd_qp *dst, struct packet *pkt);
+enum resp_result resp_handle(struct vr_qp *dst, struct packet *pkt);
 
 /* comp.c */
-int cq_push(struct urd_cq *cq, const struct urd_cqe *cqe, bool solicited);
-void comp_send(struct urd_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st);
-bool comp_recv_flush(struct urd_qp *qp, uint32_t *budget);
-void comp_fatal(struct urd_qp *qp, enum ibv_wc_status st);
+int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited);
+void comp_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st);
+bool comp_recv_flush(struct vr_qp *qp, uint32_t *budget);
+void comp_fatal(struct vr_qp *qp, enum ibv_wc_status st);
 
 /* req.c: runs up to budget WQEs and about *bytes bytes (lowered by what it
  * did); true if work is left */
-bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes);
+bool req_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes);
 
 /* Counters: every event counts on the QP and on its vRNIC. */
 #define CNT_BOTH(qp, field, n) do { (qp)->cnt.field += (n); (qp)->vr->cnt.field += (n); } while (0)
 
-static inline void count_tx(struct urd_qp *qp, uint32_t op, uint64_t len)
+static inline void count_tx(struct vr_qp *qp, uint32_t op, uint64_t len)
 {
 	CNT_BOTH(qp, tx_ops, 1);
 	CNT_BOTH(qp, tx_bytes, len);
@@ -143,7 +143,7 @@ static inline void count_tx(struct urd_qp *qp, uint32_t op, uint64_t len)
 	CNT_BOTH(qp, tx_op_bytes[op], len);
 }
 
-static inline void count_rx(struct urd_qp *qp, uint32_t op, uint64_t len)
+static inline void count_rx(struct vr_qp *qp, uint32_t op, uint64_t len)
 {
 	CNT_BOTH(qp, rx_ops, 1);
 	CNT_BOTH(qp, rx_bytes, len);
@@ -152,7 +152,7 @@ static inline void count_rx(struct urd_qp *qp, uint32_t op, uint64_t len)
 }
 
 /* engine.c */
-struct urd_xfer *engine_xfer(struct urd_qp *qp);        /* NULL: out of memory */
-void engine_wait(struct urd_qp *qp, enum urd_qp_wait why, uint64_t until_ns);
+struct engine_xfer *engine_xfer_get(struct vr_qp *qp);        /* NULL: out of memory */
+void engine_wait(struct vr_qp *qp, enum urd_qp_wait why, uint64_t until_ns);
 
 #endif

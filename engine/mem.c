@@ -9,16 +9,16 @@
 #include "engine.h"
 
 /* [addr, addr + len) inside [iova, iova + length), without overflow. */
-static bool in_bounds(const struct urd_mr *mr, uint64_t addr, uint64_t len)
+static bool in_bounds(const struct vr_mr *mr, uint64_t addr, uint64_t len)
 {
 	return addr >= mr->iova && len <= mr->length && addr - mr->iova <= mr->length - len;
 }
 
 /* A local SGE (lkey): IB spec 10.6.3.1 / C10-13.  Returns 0 or -EACCES. */
-int mr_check_local(struct urd_vrnic *vr, struct urd_pd *pd, const struct urd_sge *sge,
+int mr_check_local(struct urd_vrnic *vr, struct vr_pd *pd, const struct urd_sge *sge,
 		   uint32_t need_access, struct vsge *out)
 {
-	struct urd_mr *mr = mr_by_lkey(vr, sge->lkey);
+	struct vr_mr *mr = mr_by_lkey(vr, sge->lkey);
 
 	if (!mr || mr->pd != pd || (mr->access & need_access) != need_access ||
 	    !in_bounds(mr, sge->addr, sge->length))
@@ -33,10 +33,10 @@ int mr_check_local(struct urd_vrnic *vr, struct urd_pd *pd, const struct urd_sge
 /* A remote access (rkey) at the responder: the MR must belong to the target
  * QP's PD, and both the MR and the QP must grant the access (IB spec 9.7.4.1.5
  * and 10.6.3.2). */
-int mr_check_remote(struct urd_vrnic *vr, struct urd_qp *qp, uint32_t rkey, uint64_t addr,
+int mr_check_remote(struct urd_vrnic *vr, struct vr_qp *qp, uint32_t rkey, uint64_t addr,
 		    uint64_t len, uint32_t need_access, struct vsge *out)
 {
-	struct urd_mr *mr = mr_by_rkey(vr, rkey);
+	struct vr_mr *mr = mr_by_rkey(vr, rkey);
 
 	if (!mr || mr->pd != qp->pd || (mr->access & need_access) != need_access ||
 	    (qp->attr.qp_access_flags & need_access) != need_access || !in_bounds(mr, addr, len))
@@ -52,7 +52,7 @@ int mr_check_remote(struct urd_vrnic *vr, struct urd_qp *qp, uint32_t rkey, uint
  * contiguous in the daemon's view. */
 uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig)
 {
-	const struct urd_mr *mr = v->mr;
+	const struct vr_mr *mr = v->mr;
 	uint64_t mo;
 	uint32_t lo = 0, hi;
 

@@ -43,7 +43,7 @@ static uint64_t transport_delay_ns(uint32_t timeout)
 enum exec_result { EXEC_DONE, EXEC_WAIT, EXEC_MORE /* a piece done, the WQE goes on */ };
 
 /* The WQE at the head no longer moves in pieces. */
-static void xfer_end(struct urd_qp *qp)
+static void xfer_end(struct vr_qp *qp)
 {
 	if (qp->xfer)
 		qp->xfer->tx = false;
@@ -52,14 +52,14 @@ static void xfer_end(struct urd_qp *qp)
 /* Free the head slot.  This must happen before the WQE's completion is
  * written: an application that polls the CQE may post into the slot at once
  * (rxe orders it the same way). */
-static void sq_advance(struct urd_ring *sq)
+static void sq_advance(struct vr_ring *sq)
 {
 	sq->head++;
 	/* pairs with the library's load_acquire of cons: the slot is free */
 	urd_store_release(&sq->hdr->cons, sq->head);
 }
 
-static enum exec_result fail(struct urd_qp *qp, const struct urd_send_wqe *w, enum ibv_wc_status st)
+static enum exec_result fail(struct vr_qp *qp, const struct urd_send_wqe *w, enum ibv_wc_status st)
 {
 	xfer_end(qp);
 	sq_advance(&qp->sq);
@@ -71,14 +71,14 @@ static enum exec_result fail(struct urd_qp *qp, const struct urd_send_wqe *w, en
 /* Runs the WQE w (the head of the SQ), or its next piece when it is longer
  * than ENGINE_PIECE: the first piece saves the WQE in qp->xfer, and the
  * following ones run from that copy.  *bytes is lowered by what moved. */
-static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w, uint32_t slot_bytes,
+static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, uint32_t slot_bytes,
 				uint64_t now, int64_t *bytes)
 {
 	struct vsge local[ENGINE_MAX_SGE];
 	struct packet pkt;
 	const struct opcode_info *op;
-	struct urd_qp *dst;
-	struct urd_xfer *x = NULL;
+	struct vr_qp *dst;
+	struct engine_xfer *x = NULL;
 	enum resp_result res;
 	uint64_t len = 0, off = 0;
 	uint32_t n = 0, piece, first;
@@ -139,7 +139,7 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 			x = qp->xfer;
 			off = x->tx_done;
 		} else {
-			x = engine_xfer(qp);
+			x = engine_xfer_get(qp);
 			if (!x)
 				return fail(qp, w, IBV_WC_LOC_QP_OP_ERR);
 			memcpy(x->wqe, w, slot_bytes);
@@ -225,7 +225,7 @@ static enum exec_result execute(struct urd_qp *qp, const struct urd_send_wqe *w,
 
 /* The engine no longer watches this send queue: from now on the library
  * rings the doorbell for what it posts. */
-static void sq_unwatch(struct urd_ring *sq)
+static void sq_unwatch(struct vr_ring *sq)
 {
 	if (sq->polling) {
 		sq->polling = false;
@@ -236,9 +236,9 @@ static void sq_unwatch(struct urd_ring *sq)
 /* Reads the tenant's producer index into sq->seen; true if WQEs wait.
  * Called once per batch, when the WQEs read last time are done, not per WQE:
  * prod's line is the one the poster keeps writing. */
-static bool sq_fetch(struct urd_qp *qp)
+static bool sq_fetch(struct vr_qp *qp)
 {
-	struct urd_ring *sq = &qp->sq;
+	struct vr_ring *sq = &qp->sq;
 	uint32_t prod = urd_load_acquire(&sq->hdr->prod);
 
 	if (prod == sq->head && sq->polling) {
@@ -287,9 +287,9 @@ static void wqe_copy(uint8_t *buf, const uint8_t *slot, uint32_t slot_bytes)
 	memcpy(buf + URD_SEND_WQE_HDR, slot + URD_SEND_WQE_HDR, body);
 }
 
-static bool req_run(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes, uint32_t *flush)
+static bool req_run(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes, uint32_t *flush)
 {
-	struct urd_ring *sq = &qp->sq;
+	struct vr_ring *sq = &qp->sq;
 	uint8_t buf[WQE_MAX_BYTES] __attribute__((aligned(64)));
 	uint32_t slot_bytes = 1u << sq->shift;
 
@@ -341,7 +341,7 @@ static bool req_run(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *b
  * payload (a piece may overshoot it once); flushes of an errored QP's
  * receive queue count against *bytes too.  Returns true if work is left (the
  * engine keeps the QP on its active list). */
-bool req_process(struct urd_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
+bool req_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
 {
 	uint32_t flush = FLUSH_BUDGET;
 	bool more = req_run(qp, now, budget, bytes, &flush);

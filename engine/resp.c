@@ -19,9 +19,9 @@
 
 /* The next receive WQE of the QP (its SRQ or its RQ), copied out of the
  * region, or NULL if there is none.  Not consumed until recv_commit(). */
-static const struct urd_recv_wqe *recv_peek(struct urd_qp *qp, uint8_t *buf, uint32_t *max_sge)
+static const struct urd_recv_wqe *recv_peek(struct vr_qp *qp, uint8_t *buf, uint32_t *max_sge)
 {
-	struct urd_ring *r = qp->srq ? &qp->srq->ring : &qp->rq;
+	struct vr_ring *r = qp->srq ? &qp->srq->ring : &qp->rq;
 	uint32_t prod = urd_load_acquire(&r->hdr->prod);
 	size_t bytes = (size_t)1 << r->shift;
 
@@ -44,10 +44,10 @@ static const struct urd_recv_wqe *recv_peek(struct urd_qp *qp, uint8_t *buf, uin
 	return (const struct urd_recv_wqe *)buf;
 }
 
-static void recv_commit(struct urd_qp *qp)
+static void recv_commit(struct vr_qp *qp)
 {
-	struct urd_srq *srq = qp->srq;
-	struct urd_ring *r = srq ? &srq->ring : &qp->rq;
+	struct vr_srq *srq = qp->srq;
+	struct vr_ring *r = srq ? &srq->ring : &qp->rq;
 
 	r->head++;
 	urd_store_release(&r->hdr->cons, r->head);
@@ -61,7 +61,7 @@ static void recv_commit(struct urd_qp *qp)
 	}
 }
 
-static void recv_complete(struct urd_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
+static void recv_complete(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
 			  uint32_t byte_len, const struct packet *pkt)
 {
 	const struct urd_send_wqe *w = pkt->wqe;
@@ -92,7 +92,7 @@ static void recv_complete(struct urd_qp *qp, uint64_t wr_id, enum ibv_wc_status 
 
 /* RoCEv2 over IPv4: the 40-byte GRH slot holds 20 unused bytes, then the
  * IPv4 header of the packet. */
-static void fill_grh(uint8_t grh[GRH_BYTES], const struct urd_qp *src, const struct urd_qp *dst, uint32_t len)
+static void fill_grh(uint8_t grh[GRH_BYTES], const struct vr_qp *src, const struct vr_qp *dst, uint32_t len)
 {
 	uint8_t *ip = grh + 20;
 	uint32_t sum = 0;
@@ -116,7 +116,7 @@ static void fill_grh(uint8_t grh[GRH_BYTES], const struct urd_qp *src, const str
 
 /* Validate a receive scatter list of num elements; returns the number of
  * vsges or -1. */
-static int recv_sg_check(struct urd_qp *qp, const struct urd_sge *sg, uint32_t num, struct vsge *out,
+static int recv_sg_check(struct vr_qp *qp, const struct urd_sge *sg, uint32_t num, struct vsge *out,
 			 uint64_t *room)
 {
 	int n = 0;
@@ -134,7 +134,7 @@ static int recv_sg_check(struct urd_qp *qp, const struct urd_sge *sg, uint32_t n
 }
 
 /* Validate the receive WQE's scatter list; returns the number of vsges or -1. */
-static int recv_sges(struct urd_qp *qp, const struct urd_recv_wqe *rw, uint32_t max_sge,
+static int recv_sges(struct vr_qp *qp, const struct urd_recv_wqe *rw, uint32_t max_sge,
 		     struct vsge *out, uint64_t *room)
 {
 	uint32_t limit = qp->srq ? qp->srq->max_sge : qp->cap.max_recv_sge;
@@ -145,7 +145,7 @@ static int recv_sges(struct urd_qp *qp, const struct urd_recv_wqe *rw, uint32_t 
 	return recv_sg_check(qp, (const struct urd_sge *)(rw + 1), rw->num_sge, out, room);
 }
 
-static enum resp_result class_c_error(struct urd_qp *qp, enum resp_result r)
+static enum resp_result class_c_error(struct vr_qp *qp, enum resp_result r)
 {
 	if (qp->type == IBV_QPT_RC && qp->state != IBV_QPS_ERR) {
 		CNT_BOTH(qp, errors, 1);
@@ -160,17 +160,17 @@ static enum resp_result class_c_error(struct urd_qp *qp, enum resp_result r)
  * receive WQE (or reuses the one a restarted message already consumed) and
  * keeps its scatter list in the QP's xfer; the last writes the CQE.  MRs are
  * checked again for every piece: the lock was free in between. */
-static enum resp_result recv_piece(struct urd_qp *qp, struct packet *pkt)
+static enum resp_result recv_piece(struct vr_qp *qp, struct packet *pkt)
 {
 	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge)];
 	struct vsge sg[ENGINE_MAX_SGE];
-	struct urd_xfer *x = qp->xfer;
+	struct engine_xfer *x = qp->xfer;
 	uint64_t room;
 	uint32_t i;
 	int n;
 
 	if (pkt->off == 0) {
-		x = engine_xfer(qp);
+		x = engine_xfer_get(qp);
 		if (!x) {
 			CNT_BOTH(qp, rnr_naks, 1);
 			return RESP_RNR;        /* no memory for the state: not ready */
@@ -219,7 +219,7 @@ static enum resp_result recv_piece(struct urd_qp *qp, struct packet *pkt)
 }
 
 /* SEND, SEND_WITH_IMM and the receive half of WRITE_WITH_IMM. */
-static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const struct vsge *target)
+static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const struct vsge *target)
 {
 	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge)];
 	uint8_t grh[GRH_BYTES];
@@ -292,7 +292,7 @@ static enum resp_result do_recv(struct urd_qp *qp, struct packet *pkt, const str
 /* The target of one piece of an RDMA WRITE or READ.  The first piece checks
  * the whole range, as the RETH's DMA length is checked on a wire; every
  * piece checks its own again (the MR may be gone since the last one). */
-static __attribute__((noinline)) int remote_piece(struct urd_qp *qp, const struct packet *pkt,
+static __attribute__((noinline)) int remote_piece(struct vr_qp *qp, const struct packet *pkt,
 						   uint32_t access, struct vsge *t)
 {
 	const struct urd_send_wqe *w = pkt->wqe;
@@ -307,7 +307,7 @@ static __attribute__((noinline)) int remote_piece(struct urd_qp *qp, const struc
 }
 
 /* The target of an RDMA WRITE or READ, or of its piece. */
-static inline __attribute__((always_inline)) int remote_target(struct urd_qp *qp, const struct packet *pkt,
+static inline __attribute__((always_inline)) int remote_target(struct vr_qp *qp, const struct packet *pkt,
 							       uint32_t access, struct vsge *t)
 {
 	if (__builtin_expect(pkt->len == pkt->total, 1))
@@ -315,7 +315,7 @@ static inline __attribute__((always_inline)) int remote_target(struct urd_qp *qp
 	return remote_piece(qp, pkt, access, t);
 }
 
-enum resp_result resp_handle(struct urd_qp *qp, struct packet *pkt)
+enum resp_result resp_handle(struct vr_qp *qp, struct packet *pkt)
 {
 	const struct urd_send_wqe *w = pkt->wqe;
 	const struct opcode_info *op = pkt->op;

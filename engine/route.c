@@ -25,10 +25,10 @@ static struct urd_vrnic *vrnic_by_gid(struct urd_daemon *d, const char *tenant, 
 	return NULL;
 }
 
-static struct urd_qp *route(struct urd_qp *src, uint32_t dqpn, bool is_global, const uint8_t *dgid)
+static struct vr_qp *route(struct vr_qp *src, uint32_t dqpn, bool is_global, const uint8_t *dgid)
 {
 	struct urd_daemon *d = src->vr->d;
-	struct urd_qp *dst = qpn_lookup(d, dqpn);
+	struct vr_qp *dst = qpn_lookup(d, dqpn);
 
 	if (dst && strcmp(dst->vr->tenant, src->vr->tenant)) {
 		CNT_BOTH(src, drops_other_tenant, 1);
@@ -39,14 +39,14 @@ static struct urd_qp *route(struct urd_qp *src, uint32_t dqpn, bool is_global, c
 	return dst;
 }
 
-struct urd_qp *route_rc(struct urd_qp *src)
+struct vr_qp *route_rc(struct vr_qp *src)
 {
 	const struct urd_ah *ah = &src->attr.ah;
 
 	return route(src, src->attr.dest_qp_num, ah->is_global, ah->dgid);
 }
 
-struct urd_qp *route_ud(struct urd_qp *src, const struct urd_send_wqe *wqe)
+struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe)
 {
 	return route(src, wqe->remote_qpn & 0xffffff, wqe->is_global, wqe->dgid);
 }

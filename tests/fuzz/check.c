@@ -71,7 +71,7 @@ static void check_alloc(const char *what, const struct urd_alloc *a)
 			(unsigned long long)a->used, (unsigned long long)a->size);
 }
 
-static uint64_t check_ring(const struct urd_vrnic *vr, const struct urd_ring *r, const char *what)
+static uint64_t check_ring(const struct urd_vrnic *vr, const struct vr_ring *r, const char *what)
 {
 	if (!r->bytes)
 		return 0;
@@ -84,7 +84,7 @@ static uint64_t check_ring(const struct urd_vrnic *vr, const struct urd_ring *r,
 	return r->bytes;
 }
 
-static bool obj_live(const struct urd_ctx *ctx, const struct urd_obj *o, enum urd_obj_type type)
+static bool obj_live(const struct vr_ctx *ctx, const struct vr_obj *o, enum urd_obj_type type)
 {
 	uint32_t idx;
 
@@ -101,10 +101,10 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 	size_t nmems = 0;
 	struct pset mems;
 
-	for (struct urd_mem *m = vr->mems; m; m = m->next)
+	for (struct vr_mem *m = vr->mems; m; m = m->next)
 		nmems++;
 	pset_init(&mems, nmems);
-	for (struct urd_mem *m = vr->mems; m; m = m->next) {
+	for (struct vr_mem *m = vr->mems; m; m = m->next) {
 		if (!m->len || m->len % URD_PAGE_SIZE || m->off % URD_PAGE_SIZE ||
 		    m->off + m->len > vr->memwin.size || m->refs < 0)
 			fz_fail("vrnic %s: bad memory allocation [%#llx, +%#llx) refs %d", vr->name,
@@ -120,7 +120,7 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 	}
 
 	for (uint32_t s = 0; s < URD_MAX_CTX; s++) {
-		struct urd_ctx *ctx = vr->ctx[s];
+		struct vr_ctx *ctx = vr->ctx[s];
 		int *refs;
 
 		if (!ctx)
@@ -133,7 +133,7 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 			abort();
 		/* pass 1: the objects themselves, and the references they hold */
 		for (uint32_t i = 1; i < ctx->nhandles; i++) {
-			struct urd_obj *o = ctx->handles[i];
+			struct vr_obj *o = ctx->handles[i];
 
 			if (!o)
 				continue;
@@ -144,7 +144,7 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 			n[o->type]++;
 			switch (o->type) {
 			case OBJ_MR: {
-				struct urd_mr *mr = (struct urd_mr *)o;
+				struct vr_mr *mr = (struct vr_mr *)o;
 				uint64_t total = 0;
 
 				if (!obj_live(ctx, &mr->pd->obj, OBJ_PD))
@@ -155,8 +155,8 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 				if (!mr->nsegs || !mr->length || mr->iova + mr->length < mr->iova)
 					fz_fail("MR %#x: empty or wrapping", o->handle);
 				for (uint32_t k = 0; k < mr->nsegs; k++) {
-					const struct urd_mr_piece *p = &mr->segs[k];
-					const struct urd_mem *m = p->mem;
+					const struct vr_mr_piece *p = &mr->segs[k];
+					const struct vr_mem *m = p->mem;
 					const uint8_t *lo;
 
 					if (!m) {
@@ -184,10 +184,10 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 				break;
 			}
 			case OBJ_CQ:
-				arena += check_ring(vr, &((struct urd_cq *)o)->ring, "CQ");
+				arena += check_ring(vr, &((struct vr_cq *)o)->ring, "CQ");
 				break;
 			case OBJ_SRQ: {
-				struct urd_srq *srq = (struct urd_srq *)o;
+				struct vr_srq *srq = (struct vr_srq *)o;
 
 				if (!obj_live(ctx, &srq->pd->obj, OBJ_PD))
 					fz_fail("SRQ %#x: its PD is not live", o->handle);
@@ -198,7 +198,7 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 				break;
 			}
 			case OBJ_QP: {
-				struct urd_qp *qp = (struct urd_qp *)o;
+				struct vr_qp *qp = (struct vr_qp *)o;
 
 				if (!obj_live(ctx, &qp->pd->obj, OBJ_PD) || !obj_live(ctx, &qp->scq->obj, OBJ_CQ) ||
 				    !obj_live(ctx, &qp->rcq->obj, OBJ_CQ) ||
@@ -229,7 +229,7 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 		}
 		/* pass 2: every object's reference count is what pass 1 found */
 		for (uint32_t i = 1; i < ctx->nhandles; i++) {
-			struct urd_obj *o = ctx->handles[i];
+			struct vr_obj *o = ctx->handles[i];
 
 			if (o && o->refs != refs[i])
 				fz_fail("vrnic %s slot %u: object %#x (type %d) has refs %d, %d objects refer to it",
@@ -242,13 +242,13 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 			nslots += vr->qp_slots[i] != NULL;
 		nkeys = 0;
 		for (uint32_t b = 0; b < URD_KEY_BUCKETS; b++)
-			for (struct urd_mr *m = vr->lkeys[b]; m; m = m->lkey_next)
+			for (struct vr_mr *m = vr->lkeys[b]; m; m = m->lkey_next)
 				nkeys++;
 		if (nkeys != vr->nmr)
 			fz_fail("vrnic %s: %u lkeys for %u MRs", vr->name, nkeys, vr->nmr);
 		nkeys = 0;
 		for (uint32_t b = 0; b < URD_KEY_BUCKETS; b++)
-			for (struct urd_mr *m = vr->rkeys[b]; m; m = m->rkey_next)
+			for (struct vr_mr *m = vr->rkeys[b]; m; m = m->rkey_next)
 				nkeys++;
 		if (nkeys != vr->nmr)
 			fz_fail("vrnic %s: %u rkeys for %u MRs", vr->name, nkeys, vr->nmr);
@@ -280,7 +280,7 @@ static void check(bool tables)
 	struct urd_daemon *d = urd_d;
 	struct pset live;
 	uint32_t nqp = 0, hashed = 0, nlist = 0, nactive = 0;
-	struct urd_qp *last = NULL;
+	struct vr_qp *last = NULL;
 
 	pthread_mutex_lock(&d->lock);
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
@@ -293,7 +293,7 @@ static void check(bool tables)
 			check_vrnic(d->vrnics[i], &live, &nqp, tables);
 	if (tables) {
 		for (uint32_t b = 0; b < URD_QPN_BUCKETS; b++)
-			for (struct urd_qp *q = d->qpn_hash[b]; q; q = q->qpn_next) {
+			for (struct vr_qp *q = d->qpn_hash[b]; q; q = q->qpn_next) {
 				if (!pset_has(&live, q) || q->qpn % URD_QPN_BUCKETS != b)
 					fz_fail("QPN hash: entry %#x is not a live QP", q->qpn);
 				hashed++;
@@ -301,7 +301,7 @@ static void check(bool tables)
 		if (hashed != nqp)
 			fz_fail("QPN hash holds %u QPs, the vRNICs %u", hashed, nqp);
 	}
-	for (struct urd_qp *q = d->active_head; q; q = q->active_next) {
+	for (struct vr_qp *q = d->active_head; q; q = q->active_next) {
 		if (!pset_has(&live, q) || !q->active || ++nlist > nqp)
 			fz_fail("engine active list: a dead, inactive or repeated QP");
 		last = q;
@@ -309,12 +309,12 @@ static void check(bool tables)
 	if (last != d->active_tail)
 		fz_fail("engine active list: tail is not the last entry");
 	for (size_t i = 0; i < live.n; i++)
-		if (live.v[i] && ((const struct urd_qp *)live.v[i])->active)
+		if (live.v[i] && ((const struct vr_qp *)live.v[i])->active)
 			nactive++;
 	if (nactive != nlist)
 		fz_fail("engine: %u QPs marked active, %u on the list", nactive, nlist);
 	nlist = 0;
-	for (struct urd_qp *q = d->wait_head; q; q = q->wait_next)
+	for (struct vr_qp *q = d->wait_head; q; q = q->wait_next)
 		if (!pset_has(&live, q) || q->wait == QP_WAIT_NONE || ++nlist > nqp)
 			fz_fail("engine timer list: a dead, repeated or not waiting QP");
 	pthread_mutex_unlock(&d->lock);
