@@ -14,18 +14,32 @@ OPT     ?= -O2 -g
 SAN     ?=
 WARN    := -Wall -Wextra -Werror
 VERSION := 0.1.0
-CFLAGS  += -DUNIRDMA_VERSION=\"$(VERSION)\" -std=gnu11 $(OPT) $(WARN) $(SAN) -D_GNU_SOURCE -Iinclude -Icommon -Idaemon -fno-strict-aliasing
+CFLAGS  += -DUNIRDMA_VERSION=\"$(VERSION)\" -std=gnu11 $(OPT) $(WARN) $(SAN) -D_GNU_SOURCE -fno-strict-aliasing
 LDFLAGS += $(SAN)
+
+# The include path is the wall between the parts (core/objects.h says who may
+# call whom; tests/check-layering.sh checks the calls): each part sees only
+# the directories below it.
+INC_LIB    := -Iinclude -Icommon
+# core/ sees engine/ only for engine.h (the engine state in its objects)
+INC_CORE   := -Iinclude -Icommon -Icore -Iengine
+INC_ENGINE := -Iinclude -Icommon -Icore -Iengine
+INC_DAEMON := -Iinclude -Icommon -Icore -Iengine -Idaemon
+INC_CLI    := -Iinclude -Icommon
+INC_TEST   := -Iinclude -Icommon -Itests/verbs
 
 COMMON_SRC := $(wildcard common/*.c)
 LIB_SRC    := $(wildcard lib/*.c)
-DAEMON_SRC := $(wildcard daemon/*.c) $(wildcard engine/*.c)
+CORE_SRC   := $(wildcard core/*.c)
+ENGINE_SRC := $(wildcard engine/*.c)
+DAEMON_SRC := $(wildcard daemon/*.c)
 CLI_SRC    := $(wildcard cli/*.c)
 TEST_SRC   := $(wildcard tests/verbs/t_*.c)
 TOOL_SRC   := $(wildcard tests/tools/*.c)
 
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(COMMON_SRC))
-DAEMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_SRC) $(COMMON_SRC))
+ENGINE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(CORE_SRC) $(COMMON_SRC))
+DAEMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_SRC))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC) $(COMMON_SRC))
 TESTS      := $(patsubst tests/verbs/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 UNIT_SRC   := $(wildcard tests/unit/u_*.c)
@@ -33,18 +47,35 @@ UNITS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TOOLS      := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 
 LIBIBVERBS := $(BUILD)/lib/libibverbs.so.1
+# The engine, the object model's services and common/, linkable without the
+# control plane (unit tests link it alone).
+ENGINE_LIB := $(BUILD)/engine/libunirdma-engine.a
 DAEMON     := $(BUILD)/bin/unirdmad
 CLI        := $(BUILD)/bin/unirdma
 
-all: $(LIBIBVERBS) $(DAEMON) $(CLI) $(TESTS) $(UNITS) $(TOOLS)
+all: $(LIBIBVERBS) $(DAEMON) $(CLI) $(ENGINE_LIB) $(TESTS) $(UNITS) $(TOOLS)
+
+engine: $(ENGINE_LIB)
+
+$(BUILD)/pic/%.o: INC = $(INC_LIB)
+$(BUILD)/obj/common/%.o: INC = $(INC_LIB)
+$(BUILD)/obj/core/%.o: INC = $(INC_CORE)
+$(BUILD)/obj/engine/%.o: INC = $(INC_ENGINE)
+$(BUILD)/obj/daemon/%.o: INC = $(INC_DAEMON)
+$(BUILD)/obj/cli/%.o: INC = $(INC_CLI)
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(INC) -fPIC -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(INC) -MMD -MP -c $< -o $@
+
+$(ENGINE_LIB): $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $(ENGINE_OBJ)
 
 $(LIBIBVERBS): $(LIB_OBJ) lib/libibverbs.map
 	@mkdir -p $(dir $@)
@@ -52,9 +83,9 @@ $(LIBIBVERBS): $(LIB_OBJ) lib/libibverbs.map
 		-Wl,-z,defs -o $@ $(LIB_OBJ) -lpthread
 	ln -sf libibverbs.so.1 $(BUILD)/lib/libibverbs.so
 
-$(DAEMON): $(DAEMON_OBJ)
+$(DAEMON): $(DAEMON_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) -ljson-c -lmicrohttpd -lpthread
+	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(ENGINE_LIB) -ljson-c -lmicrohttpd -lpthread
 
 $(CLI): $(CLI_OBJ)
 	@mkdir -p $(dir $@)
@@ -64,20 +95,20 @@ $(CLI): $(CLI_OBJ)
 # link time) and run with LD_LIBRARY_PATH=$(BUILD)/lib.
 $(BUILD)/tests/%: tests/verbs/%.c tests/verbs/helpers.c tests/verbs/helpers.h $(LIBIBVERBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/verbs -o $@ $< tests/verbs/helpers.c $(LDFLAGS) \
+	$(CC) $(CFLAGS) $(INC_TEST) -o $@ $< tests/verbs/helpers.c $(LDFLAGS) \
 		-L$(BUILD)/lib -l:libibverbs.so.1 -Wl,-rpath-link,$(BUILD)/lib -lpthread
 
-# Unit tests: one daemon part linked on its own (tests/unit/u_NAME.c names
-# what it links below).
-$(BUILD)/tests/u_alloc: tests/unit/u_alloc.c daemon/alloc.c daemon/daemon.h
+# Unit tests: the engine library (engine, core, common) without the control
+# plane; a unit test that links must not need anything from daemon/.
+$(BUILD)/tests/u_%: tests/unit/u_%.c $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ tests/unit/u_alloc.c daemon/alloc.c $(LDFLAGS)
+	$(CC) $(CFLAGS) $(INC_ENGINE) -o $@ $< $(ENGINE_LIB) $(LDFLAGS) -lpthread
 
 # Test tools: one program per file, for the integration tests (hostile
 # tenants, isolation probes, ...); they link against our library like the tests.
 $(BUILD)/tools/%: tests/tools/%.c $(LIBIBVERBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/verbs -o $@ $< $(LDFLAGS) \
+	$(CC) $(CFLAGS) $(INC_TEST) -o $@ $< $(LDFLAGS) \
 		-L$(BUILD)/lib -l:libibverbs.so.1 -Wl,-rpath-link,$(BUILD)/lib -lpthread
 
 deps:
@@ -106,7 +137,7 @@ asan-test: deps asan
 clean:
 	rm -rf build build-asan build-clang
 
-.PHONY: all deps demo test asan asan-test clean
+.PHONY: all engine deps demo test asan asan-test clean
 
 # Parts that bring their own rules (fuzzing, benchmarks) live in mk/*.mk.
 -include $(wildcard mk/*.mk)

@@ -162,9 +162,9 @@ static json_object *engine_json(const struct urd_daemon *d)
 {
 	json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "copied_bytes", json_object_new_int64((int64_t)d->copied_bytes));
-	json_object_object_add(o, "busy_passes", json_object_new_int64((int64_t)d->engine_passes));
-	json_object_object_add(o, "sleeps", json_object_new_int64((int64_t)d->engine_sleeps));
+	json_object_object_add(o, "copied_bytes", json_object_new_int64((int64_t)d->eng.copied_bytes));
+	json_object_object_add(o, "busy_passes", json_object_new_int64((int64_t)d->eng.passes));
+	json_object_object_add(o, "sleeps", json_object_new_int64((int64_t)d->eng.sleeps));
 	return o;
 }
 

@@ -1,290 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* unirdmad's private model: vRNICs, contexts and the verbs objects behind them.
- *
- * Everything here is the daemon's authoritative state.  The region only holds
- * copies that tenants can scribble on.  One mutex (d->lock, "the big lock")
- * guards every table and every object; the control plane holds it while it
- * creates, modifies or destroys objects, the engine holds it for one bounded
- * step (one QP's share of a pass) and hands it to any waiter between steps
- * (engine/engine.c).  That keeps object lifetime simple: nothing the engine
- * touches can be freed under it within a step; across steps it keeps only
- * what it checks again (struct engine_xfer).
- */
+/* unirdmad's control plane: vRNICs, the mailbox thread and its handlers, VMs,
+ * admin socket, metrics.  The object model it manages is core/objects.h; it
+ * drives the engine through engine/engine.h.  Nothing below daemon/ (engine/,
+ * core/) includes this header. */
 #ifndef UNIRDMA_DAEMON_H
 #define UNIRDMA_DAEMON_H
 
-#include <pthread.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/types.h>
-
-#include <bsd/sys/tree.h>    /* header-only red-black tree macros (libbsd-dev) */
-
-#include "compiler.h"
-#include "unirdma/abi.h"
-
-#define URD_MAX_VRNICS   128
-#define URD_NAME_MAX     32
-#define URD_MAX_HANDLES  (1u << 16)
-
-struct urd_daemon;
-struct urd_vrnic;
-struct vr_ctx;
-
-/* Byte extents, used for the ring arena and the memory window. */
-struct urd_extent {
-	uint64_t off;
-	uint64_t len;
-	RB_ENTRY(urd_extent) node;      /* alloc.c's tree of free extents, by offset */
-};
-
-struct urd_alloc {
-	RB_HEAD(urd_extents, urd_extent) free;
-	uint64_t nfree;                 /* free extents */
-	uint64_t base, size, used;
-	/* >= 0: alloc_get allocates the pages of what it hands out in this
-	 * file first (the ring arena), so that a tenant who fills its file
-	 * system makes the allocation fail instead of a later daemon write */
-	int fd;
-};
-
-/* Traffic counters, per vRNIC and per QP.  tx_* count requests this side
- * initiated (by send opcode), rx_* requests it served as the responder. */
-struct urd_counters {
-	uint64_t tx_bytes, tx_ops, rx_bytes, rx_ops;            /* totals */
-	uint64_t tx_op_bytes[URD_WR_NUM_OPCODES], tx_op_ops[URD_WR_NUM_OPCODES];
-	uint64_t rx_op_bytes[URD_WR_NUM_OPCODES], rx_op_ops[URD_WR_NUM_OPCODES];
-	uint64_t errors;                /* WQEs completed in error (not flushes) */
-	uint64_t rnr_naks;              /* receive-not-ready answers given */
-	uint64_t retries;               /* transport retries (peer silent) */
-	uint64_t drops_other_tenant;    /* traffic to another tenant, dropped */
-	uint64_t qos_delays;            /* times a WQE waited for the rate limiter */
-	uint64_t qos_delay_ns;          /* time it waited, in total */
-};
-
-/* Per-vRNIC quotas, set at creation and changeable at run time.  A request
- * over a quota fails with the errno the verbs man pages allow (ENOMEM for
- * objects and memory, EINVAL for ring sizes, EDQUOT for contexts) and
- * changes nothing.  Lowering a quota below current use keeps what exists. */
-struct urd_limits {
-	uint32_t max_ctx, max_pd, max_mr, max_cq, max_qp, max_srq;
-	uint64_t max_mem_bytes;         /* bytes of the memory window (registered pages) */
-	uint32_t max_qp_wr, max_cqe, max_srq_wr;
-};
-
-/* Rate limits enforced by the engine before it starts a WQE: token buckets
- * in bytes/s and operations/s, each with a burst; 0 = unlimited. */
-struct urd_qos {
-	uint64_t rate_bytes, burst_bytes;
-	uint64_t rate_ops, burst_ops;
-	double tok_bytes, tok_ops;      /* may go negative: a big WQE borrows */
-	uint64_t last_ns;
-};
-
-enum urd_obj_type { OBJ_NONE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_SRQ, OBJ_QP };
-
-struct vr_obj {
-	enum urd_obj_type type;
-	uint32_t handle;
-	struct vr_ctx *ctx;
-	int refs;                       /* other objects that point at this one */
-};
-
-struct vr_pd {
-	struct vr_obj obj;
-};
-
-/* A memory allocation of a context in the vRNIC's memory window.  MRs keep
- * it alive (refs) after the context frees it or dies. */
-struct vr_mem {
-	uint64_t off, len;
-	int refs;
-	bool freed_by_tenant;
-	struct vr_ctx *ctx;
-	struct vr_mem *next;
-	struct vr_mem *prev;           /* vr->mems is doubly linked: O(1) unlink */
-};
-
-struct vr_mr_piece {
-	uint64_t mr_off;                /* offset of this segment inside the MR */
-	uint64_t len;
-	uint8_t *ptr;                   /* daemon address of the first byte */
-	struct vr_mem *mem;
-};
-
-struct vr_mr {
-	struct vr_obj obj;
-	struct vr_pd *pd;
-	uint32_t lkey, rkey;
-	uint32_t access;
-	uint64_t iova, length;
-	uint32_t nsegs;
-	struct vr_mr_piece *segs;
-	struct vr_mr *lkey_next, *rkey_next;   /* hash chains in the vRNIC */
-	uint64_t charged;               /* VM MR: page-rounded bytes counted in memwin.used */
-	uint64_t meta;                  /* daemon heap bytes counted in vr->meta_bytes */
-};
-
-struct vr_ring {
-	struct urd_ring_hdr *hdr;       /* in the region */
-	uint8_t *slots;
-	uint64_t off;                   /* arena offset, for freeing */
-	uint64_t bytes;
-	uint32_t n, shift;              /* n slots of 1 << shift bytes */
-	uint32_t head;                  /* the daemon's own index (consumer or producer) */
-	/* The tenant's index as last read (SQ: prod, CQ: cons), so that the
-	 * shared line is read once per batch, not per WQE or CQE. */
-	uint32_t seen;
-	bool polling;                   /* SQ: we last stored hdr->polling = 1 */
-};
-
-struct vr_cq {
-	struct vr_obj obj;
-	struct vr_ring ring;
-	bool overflowed;
-	uint32_t events;
-};
-
-struct vr_srq {
-	struct vr_obj obj;
-	struct vr_pd *pd;
-	struct vr_ring ring;
-	uint32_t srq_num;
-	uint32_t max_wr, max_sge, limit;
-};
-
-enum urd_qp_wait { QP_WAIT_NONE = 0, QP_WAIT_RNR, QP_WAIT_RETRY, QP_WAIT_QOS };
-
-struct vr_qp {
-	struct vr_obj obj;
-	struct urd_vrnic *vr;
-	uint32_t qpn;
-	uint32_t type;                  /* IBV_QPT_RC / IBV_QPT_UD */
-	uint32_t state;                 /* enum ibv_qp_state */
-	bool sq_sig_all;
-	struct vr_pd *pd;
-	struct vr_cq *scq, *rcq;
-	struct vr_srq *srq;
-	struct vr_ring sq, rq;
-	struct urd_qp_cap cap;
-	uint32_t db_index;
-	struct urd_qp_attr attr;        /* last values set by modify */
-
-	/* engine state */
-	bool active;                    /* on the engine's work list */
-	struct vr_qp *active_next;
-	enum urd_qp_wait wait;
-	uint64_t wait_until_ns;
-	uint32_t rnr_left, retry_left;  /* retries left for the WQE at the SQ head */
-	uint32_t retry_head;            /* SQ index the retry counters belong to */
-	bool retry_armed;
-	struct vr_qp *wait_next;       /* on the engine's timer list while wait != NONE */
-	struct urd_counters cnt;
-	struct vr_qp *qpn_next;        /* global QPN hash chain */
-	struct engine_xfer *xfer;          /* engine: a message in pieces (engine/engine.h), or NULL */
-};
-
-struct vr_ctx {
-	struct urd_vrnic *vr;
-	uint32_t slot;
-	uint32_t id;
-	uint32_t last_req_seq;
-	uint32_t async_prod;
-	/* Events that found the slot's async ring full, oldest first, waiting
-	 * for the tenant to make room (ctx_async_flush); bounded by
-	 * URD_ASYNC_BACKLOG_MAX. */
-	struct urd_async_event *backlog;
-	uint32_t backlog_head, backlog_n, backlog_cap;
-	struct urd_slot_hdr *shm;       /* its mailbox, in the region */
-	struct vr_obj **handles;       /* index -> object; handle = gen << 16 | index */
-	uint16_t *gens;
-	uint32_t nhandles;
-	struct vr_mem *mems;
-};
-
-#define URD_KEY_BUCKETS 1024
-
-struct urd_vrnic {
-	struct urd_daemon *d;
-	uint32_t id;
-	char name[URD_NAME_MAX + 1];
-	char tenant[URD_NAME_MAX + 1];
-	uint32_t vip;                   /* network order */
-	uint8_t prefix;
-	char dir[512];
-	int fd;
-	uint8_t *map;                   /* the whole file */
-	uint64_t map_size;
-	struct urd_region_hdr *hdr;
-	struct urd_doorbells *db;
-	struct urd_alloc arena;
-	struct urd_alloc memwin;
-	struct vr_mem *mems;           /* allocations in the memory window */
-	void *mem_tree;                 /* the same, by offset (tsearch): O(log n) lookups */
-	uint32_t nmem;                  /* allocations, capped (objects.c mem_alloc_cap) */
-	struct vr_mem *reap;           /* released by a dead context, not yet given back */
-	struct vr_mr *mr_reap;         /* a dead context's MRs whose pieces wait (lkey_next) */
-	uint64_t meta_bytes;            /* daemon heap for segment tables etc., capped */
-	uint64_t ctx_mask;              /* slots with a context (atomic: the control
-					 * thread reads it without the big lock) */
-	struct vr_ctx *ctx[URD_MAX_CTX];
-	uint32_t last_seq[URD_MAX_CTX]; /* per slot, for slots without a context */
-	struct vr_qp *qp_slots[URD_MAX_QP_SLOTS];
-	struct vr_mr *lkeys[URD_KEY_BUCKETS], *rkeys[URD_KEY_BUCKETS];
-	struct urd_counters cnt;
-	struct urd_limits lim;
-	struct urd_qos qos;
-	uint32_t nctx, npd, nmr, ncq, nqp, nsrq;
-	pthread_t ctrl_thread;
-	bool stop;
-	bool deleting;
-	struct urd_vm *vm;              /* VM vRNIC (vm.c); NULL for containers */
-	/* The daemon faulted on the tenant's memory (guard.c): no longer
-	 * served, tenants see DEAD; kept listed as "failed" until deleted. */
-	bool failed;
-	/* vr->dir is a tmpfs of this vRNIC alone, fs_bytes big (region + guest
-	 * RAM are bounded by it), unmounted at delete; false in harnesses */
-	bool own_mount;
-	uint64_t fs_bytes;
-	uint64_t eng_pass;              /* engine: the pass eng_budget belongs to */
-	int64_t eng_budget;             /* engine: bytes left to this vRNIC in that pass */
-};
-
-#define URD_QPN_BUCKETS 4096
-
-struct urd_daemon {
-	pthread_mutex_t lock;           /* the big lock */
-	char state_dir[384];
-	struct urd_vrnic *vrnics[URD_MAX_VRNICS];
-	struct vr_qp *qpn_hash[URD_QPN_BUCKETS];
-	uint32_t next_qpn;
-	bool qpn_sequential;            /* fuzz harnesses only: next_qpn++, reproducible */
-	uint32_t next_srqn;
-	uint32_t epoch;
-	uint32_t next_ctx_id;
-	volatile int stopping;
-	pthread_t engine_thread;
-	struct vr_qp *active_head, *active_tail;
-	struct vr_qp *wait_head;        /* QPs waiting for an RNR or retry timer */
-	uint32_t engine_kick;           /* private futex word: control plane wakes the engine */
-	uint64_t copied_bytes;          /* every byte the engine moved (payload, GRH, atomic results) */
-	uint64_t engine_passes, engine_sleeps;
-	gid_t admin_gid;                /* --admin-group: may manage besides root */
-	bool admin_gid_set;
-	/* engine: QPs whose vRNIC spent its budget in this pass; they go first
-	 * in the next one (still "active") */
-	struct vr_qp *defer_head, *defer_tail;
-	uint64_t engine_pass_no;        /* engine: pass counter, for the vRNIC budgets */
-	uint64_t xfer_token;            /* engine: names messages in pieces */
-	uint64_t engine_yields;         /* engine: times it handed the big lock to a waiter */
-	bool engine_lock_slow;          /* engine: took the lock by blocking (engine.c) */
-	/* engine: with more vRNICs than one futex_waitv takes, a second thread
-	 * waits on the rest and kicks the engine (engine.c) */
-	pthread_t engine_waiter;
-	bool engine_waiter_started;
-	uint32_t waiter_kick;           /* the waiter's private futex word */
-	uint32_t waiter_n;              /* words the engine handed it (engine.c), under the big lock */
-};
+#include "engine.h"
+#include "objects.h"
 
 extern struct urd_daemon *urd_d;
 
@@ -308,25 +31,10 @@ void vrnic_fail(struct urd_vrnic *vr, const char *why);
 /* The thread that turns guard faults into vrnic_fail (main.c starts it). */
 int vrnic_monitor_start(struct urd_daemon *d);
 void vrnic_monitor_stop(void);
-/* alloc.c: byte extents of the ring arena and the memory window */
-int alloc_init(struct urd_alloc *a, uint64_t base, uint64_t size);
-int alloc_get(struct urd_alloc *a, uint64_t len, uint64_t align, uint64_t *off);
-void alloc_put(struct urd_alloc *a, uint64_t off, uint64_t len);
-void alloc_fini(struct urd_alloc *a);
-const struct urd_extent *alloc_first_free(const struct urd_alloc *a);
-const struct urd_extent *alloc_next_free(const struct urd_extent *e);
 
 /* ctrl.c */
 void *ctrl_thread_main(void *arg);
 void ctx_destroy(struct vr_ctx *ctx);
-/* The context's object behind handle (generation << 16 | index into
- * ctx->handles), if it is of that type; NULL otherwise. */
-void *obj_get(struct vr_ctx *ctx, uint32_t handle, enum urd_obj_type type);
-void ctx_post_async(struct vr_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle);
-/* Move backlogged async events into the ring as far as the tenant made room. */
-void ctx_async_flush(struct vr_ctx *ctx);
-#define URD_ASYNC_BACKLOG_MAX 16384u    /* per context: 4 per QP slot, 256 KiB */
-void ctx_notify(struct vr_ctx *ctx);
 int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
 		  void *resp, uint32_t *resp_len);
 /* True when the context in slot has no living owner (container: its OFD lock
@@ -334,10 +42,6 @@ int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t
 bool ctrl_occupant_dead(struct urd_vrnic *vr, uint32_t slot);
 
 /* objects.c */
-struct vr_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn);
-struct vr_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey);
-struct vr_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey);
-void qp_to_error(struct vr_qp *qp, bool async);
 /* Give back a batch of what ctx_destroy queued: MRs' pieces and allocations
  * (a context may die with millions of them: that is not one lock hold).  Big
  * lock held; true while more wait. */
@@ -402,15 +106,5 @@ int metrics_port(void);
 const char *metrics_token_file(void);           /* the token file it wrote, or NULL */
 char *metrics_render(struct urd_daemon *d);      /* takes the big lock briefly; malloc'd */
 
-/* engine/qos.c */
-bool qos_admit(struct urd_vrnic *vr, uint64_t bytes, uint64_t now, uint64_t *until);
-
-/* engine/engine.c */
-int engine_start(struct urd_daemon *d);
-void engine_stop(struct urd_daemon *d);
-void engine_activate(struct vr_qp *qp);       /* big lock held */
-void engine_forget(struct vr_qp *qp);         /* big lock held: qp is going away */
-void engine_unwait(struct vr_qp *qp);         /* big lock held: off the timer list */
-void engine_kick(struct urd_daemon *d);
 
 #endif

@@ -97,7 +97,7 @@ static int snap_take(struct urd_daemon *d, struct snap *s)
 		ret = -ENOMEM;
 		goto unlock;
 	}
-	s->copied_bytes = d->copied_bytes;
+	s->copied_bytes = d->eng.copied_bytes;
 	for (int i = 0; i < URD_MAX_VRNICS; i++) {
 		const struct urd_vrnic *vr = d->vrnics[i];
 		struct snap_vr *o = &s->vr[s->nvr];

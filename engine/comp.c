@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "engine.h"
+#include "internal.h"
 #include "unirdma/barrier.h"
 
 int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
@@ -51,7 +51,7 @@ int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
 static void push_or_fatal(struct vr_qp *qp, struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
 {
 	if (cq_push(cq, cqe, solicited) && qp->state != IBV_QPS_ERR)
-		qp_to_error(qp, true);
+		engine_qp_error(qp, true);
 }
 
 /* Completion of the WQE at the head of the send queue.  Successful unsignaled
@@ -94,16 +94,16 @@ bool comp_recv_flush(struct vr_qp *qp, uint32_t *budget)
 	struct vr_ring *r = &qp->rq;
 	uint32_t prod;
 
-	if (qp->xfer && qp->xfer->rx) {
+	if (qp->eng.xfer && qp->eng.xfer->rx) {
 		struct urd_cqe c;
 
 		memset(&c, 0, sizeof(c));
-		c.wr_id = qp->xfer->rx_wr_id;
+		c.wr_id = qp->eng.xfer->rx_wr_id;
 		c.status = IBV_WC_WR_FLUSH_ERR;
 		c.vendor_err = IBV_WC_WR_FLUSH_ERR;
 		c.opcode = IBV_WC_RECV;
 		c.qp_num = qp->qpn;
-		qp->xfer->rx = false;
+		qp->eng.xfer->rx = false;
 		cq_push(qp->rcq, &c, false);
 	}
 	if (!r->bytes)
@@ -137,6 +137,6 @@ bool comp_recv_flush(struct vr_qp *qp, uint32_t *budget)
 void comp_fatal(struct vr_qp *qp, enum ibv_wc_status st)
 {
 	CNT_BOTH(qp, errors, 1);
-	qp_to_error(qp, false);
+	engine_qp_error(qp, false);
 	(void)st;
 }

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "internal.h"
 #include "futex.h"
 #include "log.h"
 #include "unirdma/barrier.h"
@@ -53,45 +53,45 @@ void engine_activate(struct vr_qp *qp)
 {
 	struct urd_daemon *d = qp->vr->d;
 
-	if (qp->active)
+	if (qp->eng.active)
 		return;
-	qp->active = true;
-	qp->active_next = NULL;
-	if (d->active_tail)
-		d->active_tail->active_next = qp;
+	qp->eng.active = true;
+	qp->eng.active_next = NULL;
+	if (d->eng.active_tail)
+		d->eng.active_tail->eng.active_next = qp;
 	else
-		d->active_head = qp;
-	d->active_tail = qp;
+		d->eng.active_head = qp;
+	d->eng.active_tail = qp;
 }
 
 static void wait_unlink(struct urd_daemon *d, struct vr_qp *qp)
 {
-	for (struct vr_qp **pp = &d->wait_head; *pp; pp = &(*pp)->wait_next)
+	for (struct vr_qp **pp = &d->eng.wait_head; *pp; pp = &(*pp)->eng.wait_next)
 		if (*pp == qp) {
-			*pp = qp->wait_next;
+			*pp = qp->eng.wait_next;
 			return;
 		}
 }
 
-void engine_wait(struct vr_qp *qp, enum urd_qp_wait why, uint64_t until_ns)
+void engine_wait(struct vr_qp *qp, enum engine_wait why, uint64_t until_ns)
 {
 	struct urd_daemon *d = qp->vr->d;
 
-	if (qp->wait == QP_WAIT_NONE) {
-		qp->wait_next = d->wait_head;
-		d->wait_head = qp;
+	if (qp->eng.wait == QP_WAIT_NONE) {
+		qp->eng.wait_next = d->eng.wait_head;
+		d->eng.wait_head = qp;
 	}
-	qp->wait = why;
-	qp->wait_until_ns = until_ns;
+	qp->eng.wait = why;
+	qp->eng.wait_until_ns = until_ns;
 }
 
 /* Take the QP off the timer list (a QP going to error or away must not stay
  * there: the list would keep a pointer to it). */
 void engine_unwait(struct vr_qp *qp)
 {
-	if (qp->wait != QP_WAIT_NONE) {
+	if (qp->eng.wait != QP_WAIT_NONE) {
 		wait_unlink(qp->vr->d, qp);
-		qp->wait = QP_WAIT_NONE;
+		qp->eng.wait = QP_WAIT_NONE;
 	}
 }
 
@@ -100,13 +100,13 @@ static bool list_unlink(struct vr_qp **head, struct vr_qp **tail, struct vr_qp *
 {
 	struct vr_qp *prev = NULL;
 
-	for (struct vr_qp *q = *head; q; prev = q, q = q->active_next) {
+	for (struct vr_qp *q = *head; q; prev = q, q = q->eng.active_next) {
 		if (q != qp)
 			continue;
 		if (prev)
-			prev->active_next = q->active_next;
+			prev->eng.active_next = q->eng.active_next;
 		else
-			*head = q->active_next;
+			*head = q->eng.active_next;
 		if (*tail == q)
 			*tail = prev;
 		return true;
@@ -118,28 +118,46 @@ void engine_forget(struct vr_qp *qp)
 {
 	struct urd_daemon *d = qp->vr->d;
 
-	if (qp->active) {
-		if (!list_unlink(&d->active_head, &d->active_tail, qp))
-			list_unlink(&d->defer_head, &d->defer_tail, qp);
-		qp->active = false;
+	if (qp->eng.active) {
+		if (!list_unlink(&d->eng.active_head, &d->eng.active_tail, qp))
+			list_unlink(&d->eng.defer_head, &d->eng.defer_tail, qp);
+		qp->eng.active = false;
 	}
 	engine_unwait(qp);
 	/* going away or to RESET: a message in pieces is dropped on both sides */
-	free(qp->xfer);
-	qp->xfer = NULL;
+	free(qp->eng.xfer);
+	qp->eng.xfer = NULL;
 }
 
 struct engine_xfer *engine_xfer_get(struct vr_qp *qp)
 {
-	if (!qp->xfer)
-		qp->xfer = calloc(1, sizeof(*qp->xfer));
-	return qp->xfer;
+	if (!qp->eng.xfer)
+		qp->eng.xfer = calloc(1, sizeof(*qp->eng.xfer));
+	return qp->eng.xfer;
+}
+
+void engine_kick_if_work(struct urd_daemon *d)
+{
+	if (d->eng.active_head)
+		engine_kick(d);
+}
+
+void engine_qp_error(struct vr_qp *qp, bool async)
+{
+	bool was = qp->state == IBV_QPS_ERR;
+
+	qp->state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	engine_unwait(qp);
+	if (async && !was)
+		ctx_post_async(qp->obj.ctx, IBV_EVENT_QP_FATAL, URD_OBJ_QP, qp->obj.handle);
+	engine_activate(qp);            /* the engine flushes what is posted */
 }
 
 void engine_kick(struct urd_daemon *d)
 {
-	urd_fetch_add(&d->engine_kick, 1);
-	urd_futex_wake_all(&d->engine_kick);
+	urd_fetch_add(&d->eng.kick, 1);
+	urd_futex_wake_all(&d->eng.kick);
 }
 
 /* Move QPs whose doorbell bits are set onto the active list. */
@@ -208,7 +226,7 @@ static void engine_lock(struct urd_daemon *d)
 		sched_yield();
 	}
 	pthread_mutex_lock(&d->lock);
-	d->engine_lock_slow = true;
+	d->eng.lock_slow = true;
 }
 
 /* Release the big lock.  A glibc mutex is not fair: unlock wakes a waiter,
@@ -224,12 +242,12 @@ static void engine_unlock(struct urd_daemon *d)
 		pthread_mutex_unlock(&d->lock);
 		return;
 	}
-	if (d->engine_lock_slow) {
-		d->engine_lock_slow = false;
+	if (d->eng.lock_slow) {
+		d->eng.lock_slow = false;
 		wait = HANDOFF_NS / 40; /* the 2 may be ours: a short grace only */
 	}
 	pthread_mutex_unlock(&d->lock);
-	d->engine_yields++;     /* only the engine writes it; read racily */
+	d->eng.yields++;     /* only the engine writes it; read racily */
 	t0 = urd_now_ns();
 	while (!lock_taken(&d->lock) && urd_now_ns() - t0 < wait)
 		sched_yield();
@@ -252,10 +270,10 @@ static bool engine_yield(struct urd_daemon *d)
  * pass too (VR_BYTES), so a tenant with huge messages or many QPs delays the
  * others by a bounded amount.  Everything stays on the daemon's lists while
  * the lock is free, where engine_forget finds it. */
-static bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer)
+bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer)
 {
 	struct vr_qp *qp;
-	uint64_t pass = ++d->engine_pass_no;
+	uint64_t pass = ++d->eng.pass_no;
 	bool did = false;
 	uint32_t n = 0;
 
@@ -264,70 +282,70 @@ static bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer
 			did |= take_doorbells(d->vrnics[i]);
 
 	*next_timer = UINT64_MAX;
-	for (struct vr_qp **pp = &d->wait_head; (qp = *pp);) {
-		if (qp->wait_until_ns <= now) {
-			*pp = qp->wait_next;
-			qp->wait = QP_WAIT_NONE;
+	for (struct vr_qp **pp = &d->eng.wait_head; (qp = *pp);) {
+		if (qp->eng.wait_until_ns <= now) {
+			*pp = qp->eng.wait_next;
+			qp->eng.wait = QP_WAIT_NONE;
 			engine_activate(qp);
 			did = true;
 		} else {
-			if (qp->wait_until_ns < *next_timer)
-				*next_timer = qp->wait_until_ns;
-			pp = &qp->wait_next;
+			if (qp->eng.wait_until_ns < *next_timer)
+				*next_timer = qp->eng.wait_until_ns;
+			pp = &qp->eng.wait_next;
 		}
 	}
 
 	/* QPs deferred by the last pass go first */
-	if (d->defer_head) {
-		d->defer_tail->active_next = d->active_head;
-		if (!d->active_head)
-			d->active_tail = d->defer_tail;
-		d->active_head = d->defer_head;
-		d->defer_head = d->defer_tail = NULL;
+	if (d->eng.defer_head) {
+		d->eng.defer_tail->eng.active_next = d->eng.active_head;
+		if (!d->eng.active_head)
+			d->eng.active_tail = d->eng.defer_tail;
+		d->eng.active_head = d->eng.defer_head;
+		d->eng.defer_head = d->eng.defer_tail = NULL;
 	}
-	for (qp = d->active_head; qp; qp = qp->active_next)
+	for (qp = d->eng.active_head; qp; qp = qp->eng.active_next)
 		n++;
 	/* at most the QPs there now: the ones with work left go back to the tail */
-	while (n-- && (qp = d->active_head)) {
+	while (n-- && (qp = d->eng.active_head)) {
 		struct urd_vrnic *vr = qp->vr;
 		int64_t bytes = QP_BYTES;
 
-		d->active_head = qp->active_next;
-		if (!d->active_head)
-			d->active_tail = NULL;
-		qp->active = false;
-		if (qp->wait != QP_WAIT_NONE) {
-			if (qp->wait_until_ns < *next_timer)
-				*next_timer = qp->wait_until_ns;
+		d->eng.active_head = qp->eng.active_next;
+		if (!d->eng.active_head)
+			d->eng.active_tail = NULL;
+		qp->eng.active = false;
+		if (qp->eng.wait != QP_WAIT_NONE) {
+			if (qp->eng.wait_until_ns < *next_timer)
+				*next_timer = qp->eng.wait_until_ns;
 			continue;       /* its timer re-activates it */
 		}
-		if (vr->eng_pass != pass) {
-			vr->eng_pass = pass;
-			vr->eng_budget = VR_BYTES;
+		if (vr->eng.pass != pass) {
+			vr->eng.pass = pass;
+			vr->eng.budget = VR_BYTES;
 		}
 		did = true;
-		if (vr->eng_budget <= 0) {
+		if (vr->eng.budget <= 0) {
 			/* the vRNIC had its share of this pass */
-			qp->active = true;
-			qp->active_next = NULL;
-			if (d->defer_tail)
-				d->defer_tail->active_next = qp;
+			qp->eng.active = true;
+			qp->eng.active_next = NULL;
+			if (d->eng.defer_tail)
+				d->eng.defer_tail->eng.active_next = qp;
 			else
-				d->defer_head = qp;
-			d->defer_tail = qp;
+				d->eng.defer_head = qp;
+			d->eng.defer_tail = qp;
 			continue;
 		}
 		if (req_process(qp, now, QP_BUDGET, &bytes))
 			engine_activate(qp);
-		else if (qp->wait != QP_WAIT_NONE && qp->wait_until_ns < *next_timer)
-			*next_timer = qp->wait_until_ns;
-		vr->eng_budget -= QP_BYTES - bytes;
+		else if (qp->eng.wait != QP_WAIT_NONE && qp->eng.wait_until_ns < *next_timer)
+			*next_timer = qp->eng.wait_until_ns;
+		vr->eng.budget -= QP_BYTES - bytes;
 		/* RNR and retry timers are armed from now: after a hand-over,
 		 * which may take milliseconds, they would fire early */
 		if (engine_yield(d))
 			now = urd_now_ns();
 	}
-	if (d->defer_head)
+	if (d->eng.defer_head)
 		did = true;
 	return did;
 }
@@ -368,20 +386,20 @@ static void *waiter_main(void *arg)
 			pthread_mutex_unlock(&d->lock);
 			break;
 		}
-		gen = urd_load_acquire(&d->waiter_kick);
+		gen = urd_load_acquire(&d->eng.waiter_kick);
 		n = 0;
 		if (first || gen != seen) {     /* a list from a new engine sleep */
-			n = d->waiter_n;
+			n = d->eng.waiter_n;
 			memcpy(w + 1, waiter_list, n * sizeof(w[0]));
 			seen = gen;
 			first = false;
 		}
 		pthread_mutex_unlock(&d->lock);
-		waitv_set(&w[0], &d->waiter_kick, gen);
+		waitv_set(&w[0], &d->eng.waiter_kick, gen);
 		r = syscall(SYS_futex_waitv, w, 1 + n, 0, NULL, CLOCK_MONOTONIC);
 		if (r > 0) {
 			engine_kick(d);         /* a vRNIC's word */
-		} else if (r < 0 && errno == EAGAIN && urd_load_acquire(&d->waiter_kick) == gen) {
+		} else if (r < 0 && errno == EAGAIN && urd_load_acquire(&d->eng.waiter_kick) == gen) {
 			/* a vRNIC's word changed before we slept: if our own word had
 			 * changed, the engine slept again and re-checked the doorbells */
 			engine_kick(d);
@@ -402,7 +420,7 @@ static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 	uint64_t now = urd_now_ns(), until;
 
 	engine_lock(d);
-	waitv_set(&w[n++], &d->engine_kick, urd_load_acquire(&d->engine_kick));
+	waitv_set(&w[n++], &d->eng.kick, urd_load_acquire(&d->eng.kick));
 	for (int i = 0; i < URD_MAX_VRNICS; i++) {
 		struct urd_vrnic *vr = d->vrnics[i];
 		uint32_t *word;
@@ -423,23 +441,23 @@ static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 	for (uint32_t i = 0; i < nv; i++)
 		if (urd_load_relaxed(&vrs[i]->db->summary))
 			abort_sleep = true;
-	if (d->active_head || d->defer_head)
+	if (d->eng.active_head || d->eng.defer_head)
 		abort_sleep = true;
 	/* a timer that expired since the pass: until - now below would wrap
 	 * into an endless sleep while a QP waits on its RNR/retry timer */
 	if (next_timer <= now)
 		abort_sleep = true;
 	if (!abort_sleep && nover) {
-		if (!d->engine_waiter_started &&
-		    !pthread_create(&d->engine_waiter, NULL, waiter_main, d))
-			d->engine_waiter_started = true;
-		if (!d->engine_waiter_started) {
+		if (!d->eng.waiter_started &&
+		    !pthread_create(&d->eng.waiter, NULL, waiter_main, d))
+			d->eng.waiter_started = true;
+		if (!d->eng.waiter_started) {
 			poll_only = true;       /* no thread: poll the vRNICs it would watch */
 		} else {
 			memcpy(waiter_list, over, nover * sizeof(over[0]));
-			d->waiter_n = nover;
-			urd_fetch_add(&d->waiter_kick, 1);
-			urd_futex_wake_all(&d->waiter_kick);
+			d->eng.waiter_n = nover;
+			urd_fetch_add(&d->eng.waiter_kick, 1);
+			urd_futex_wake_all(&d->eng.waiter_kick);
 		}
 	}
 	engine_unlock(d);
@@ -481,7 +499,7 @@ static void *engine_main(void *arg)
 
 		engine_lock(d);
 		did = engine_pass(d, now, &next_timer);
-		d->engine_passes += did;
+		d->eng.passes += did;
 		engine_unlock(d);
 		if (did) {
 			last_work = now;
@@ -499,7 +517,7 @@ static void *engine_main(void *arg)
 		}
 		if (next_timer <= now)
 			continue;
-		d->engine_sleeps++;
+		d->eng.sleeps++;
 		engine_sleep(d, next_timer);
 		last_work = urd_now_ns();
 	}
@@ -508,7 +526,7 @@ static void *engine_main(void *arg)
 
 int engine_start(struct urd_daemon *d)
 {
-	int ret = pthread_create(&d->engine_thread, NULL, engine_main, d);
+	int ret = pthread_create(&d->eng.thread, NULL, engine_main, d);
 
 	return -ret;
 }
@@ -517,11 +535,11 @@ void engine_stop(struct urd_daemon *d)
 {
 	d->stopping = 1;
 	engine_kick(d);
-	pthread_join(d->engine_thread, NULL);
-	if (d->engine_waiter_started) {
-		urd_fetch_add(&d->waiter_kick, 1);
-		urd_futex_wake_all(&d->waiter_kick);
-		pthread_join(d->engine_waiter, NULL);
-		d->engine_waiter_started = false;
+	pthread_join(d->eng.thread, NULL);
+	if (d->eng.waiter_started) {
+		urd_fetch_add(&d->eng.waiter_kick, 1);
+		urd_futex_wake_all(&d->eng.waiter_kick);
+		pthread_join(d->eng.waiter, NULL);
+		d->eng.waiter_started = false;
 	}
 }

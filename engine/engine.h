@@ -1,158 +1,93 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The software RNIC engine's internal interfaces.
+/* The engine's interface to the control plane: the only engine header that
+ * daemon/ may include.
  *
- * The engine plays the hardware: it is the only party that moves bytes
- * between tenants' registered memory.  A request runs through three roles, as
- * in a real RNIC pipeline (and the Linux rxe driver):
- *   req.c   requester: takes a WQE from a send queue, checks the local side,
- *           resolves the destination and hands a "packet" to the responder;
- *   resp.c  responder: checks the destination QP, keys, bounds and access,
- *           moves the data, answers ACK or NAK (RNR, access, invalid request);
- *   comp.c  completer: turns outcomes into CQEs, events and QP errors.
- * On one host the three run synchronously in the engine thread under the big
- * lock; the packet is a struct, not bytes on a wire.
+ * The engine plays the RNIC.  The control plane (daemon/: mailbox handlers,
+ * admin, metrics) creates and destroys objects and calls the engine through
+ * the functions below; the engine never calls back into it.  It calls down
+ * only into the object model's services in core/ (tables and lookups,
+ * async events and CQ notification) and into common/.  tests/check-layering.sh
+ * checks both walls.
+ *
+ * The engine's own state lives in three structs embedded in the model's
+ * objects (core/objects.h): struct engine in the daemon, struct engine_vrnic
+ * in each vRNIC, struct engine_qp in each QP.  Only engine/ writes them; the
+ * control plane reads the counters (metrics) under the big lock.
  */
 #ifndef UNIRDMA_ENGINE_H
 #define UNIRDMA_ENGINE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <infiniband/verbs.h>
+struct urd_daemon;
+struct urd_vrnic;
+struct vr_qp;
+struct engine_xfer;
 
-#include "daemon.h"
+/* Why a QP's send queue is parked on the timer list. */
+enum engine_wait { QP_WAIT_NONE = 0, QP_WAIT_RNR, QP_WAIT_RETRY, QP_WAIT_QOS };
 
-/* A validated scatter/gather element: a range of an MR, or flat engine memory
- * (inline data, atomic results). */
-struct vsge {
-	struct vr_mr *mr;
-	uint64_t off;                   /* offset inside the MR */
-	uint32_t len;
-	uint8_t *flat;                  /* when mr == NULL */
+/* Per QP. */
+struct engine_qp {
+	bool active;                    /* on the work list */
+	struct vr_qp *active_next;
+	enum engine_wait wait;
+	uint64_t wait_until_ns;
+	uint32_t rnr_left, retry_left;  /* retries left for the WQE at the SQ head */
+	uint32_t retry_head;            /* SQ index the retry counters belong to */
+	bool retry_armed;
+	struct vr_qp *wait_next;        /* on the timer list while wait != NONE */
+	struct engine_xfer *xfer;       /* a message in pieces (internal.h), or NULL */
 };
 
-#define ENGINE_MAX_SGE URD_MAX_SGE
-
-/* opcode.c: what each work-request opcode does (IB spec 9.4, table 38). */
-enum {
-	OPF_SEND      = 1u << 0,        /* consumes a receive WQE at the responder */
-	OPF_IMM       = 1u << 1,        /* carries immediate data */
-	OPF_WRITE     = 1u << 2,
-	OPF_READ      = 1u << 3,
-	OPF_ATOMIC    = 1u << 4,
-	OPF_RC_ONLY   = 1u << 5,
-	OPF_LOCAL_WR  = 1u << 6,        /* the local SGEs are written (read response, atomic result) */
+/* Per vRNIC: its share of one pass. */
+struct engine_vrnic {
+	uint64_t pass;                  /* the pass budget belongs to */
+	int64_t budget;                 /* bytes left to this vRNIC in that pass */
 };
 
-struct opcode_info {
-	const char *name;
-	uint32_t flags;
-	uint32_t remote_access;         /* IBV_ACCESS_REMOTE_* the target MR and QP must grant */
-	enum ibv_wc_opcode wc_opcode;
+/* Per daemon: the engine thread, its lists and counters. */
+struct engine {
+	pthread_t thread;
+	struct vr_qp *active_head, *active_tail;        /* QPs with work */
+	struct vr_qp *wait_head;        /* QPs waiting for an RNR, retry or QoS timer */
+	/* QPs whose vRNIC spent its budget in this pass; they go first in the
+	 * next one (still "active") */
+	struct vr_qp *defer_head, *defer_tail;
+	uint32_t kick;                  /* private futex word: the control plane wakes the engine */
+	uint64_t copied_bytes;          /* every byte moved (payload, GRH, atomic results) */
+	uint64_t passes, sleeps;
+	uint64_t pass_no;               /* pass counter, for the vRNIC budgets */
+	uint64_t xfer_token;            /* names messages in pieces */
+	uint64_t yields;                /* times it handed the big lock to a waiter */
+	bool lock_slow;                 /* took the lock by blocking (engine.c) */
+	/* with more vRNICs than one futex_waitv takes, a second thread waits on
+	 * the rest and kicks the engine */
+	pthread_t waiter;
+	bool waiter_started;
+	uint32_t waiter_kick;           /* the waiter's private futex word */
+	uint32_t waiter_n;              /* words the engine handed it, under the big lock */
 };
 
-extern const struct opcode_info urd_opcodes[URD_WR_NUM_OPCODES];
+/* The engine thread (engine.c). */
+int engine_start(struct urd_daemon *d);
+void engine_stop(struct urd_daemon *d);
+void engine_kick(struct urd_daemon *d);        /* wake it: new work or a changed vRNIC */
+void engine_kick_if_work(struct urd_daemon *d); /* wake it if a QP has work (big lock held) */
 
-/* The responder's answer to one request (IB spec 9.7.5.2: ACK / NAK codes). */
-enum resp_result {
-	RESP_ACK = 0,
-	RESP_RNR,                       /* RNR NAK: no receive WQE */
-	RESP_SILENT,                    /* no answer: unreachable peer or QP not ready */
-	RESP_NAK_INV_REQ,               /* invalid request, length error, misaligned atomic */
-	RESP_NAK_ACCESS,                /* remote access error */
-	RESP_NAK_OP,                    /* remote operational error */
-	RESP_RESTART,                   /* a later piece found no message state: start it over */
-};
+/* QPs; the big lock is held for each of these. */
+void engine_activate(struct vr_qp *qp);       /* the SQ has work (or must be flushed) */
+void engine_forget(struct vr_qp *qp);         /* qp is going away: off every list */
+void engine_unwait(struct vr_qp *qp);         /* off the timer list */
+/* The QP enters the error state: its timers stop, its queues are flushed by
+ * the engine; async: post IBV_EVENT_QP_FATAL (the first time). */
+void engine_qp_error(struct vr_qp *qp, bool async);
 
-/* Messages longer than this move in pieces of at most this size, one piece
- * per engine step, so that the big lock is never held for long (issue 9,
- * finding 3).  A piece lands like a run of packets on a wire; the CQEs are
- * written when the whole message is done. */
-#define ENGINE_PIECE (256u << 10)
-
-#define WQE_MAX_BYTES 1024u             /* largest send WQE slot the engine takes */
-
-/* A message in pieces, kept per QP between engine steps (allocated when a
- * QP first needs it, freed by engine_forget). */
-struct engine_xfer {
-	/* requester: the WQE at the SQ head, in progress */
-	bool tx;
-	uint32_t tx_head;               /* its SQ index */
-	uint64_t tx_token;              /* names the message to the responder */
-	uint64_t tx_done;               /* bytes the responder acknowledged */
-	/* the WQE as copied and validated at its start: never read again from
-	 * the region, which the tenant may rewrite meanwhile */
-	uint8_t wqe[WQE_MAX_BYTES] __attribute__((aligned(64)));
-	/* responder: the receive WQE a SEND in pieces consumed (it stays
-	 * consumed by that message; a restarted message reuses it) */
-	bool rx;
-	uint64_t rx_token;
-	uint64_t rx_wr_id;
-	uint32_t rx_nsge;
-	struct urd_sge rx_sge[URD_MAX_SGE];
-};
-
-struct packet {
-	struct vr_qp *src;
-	const struct urd_send_wqe *wqe;
-	const struct opcode_info *op;
-	struct vsge *local;             /* gather (send/write) or scatter (read/atomic) list */
-	uint32_t nlocal;
-	uint32_t len;                   /* this piece's length (the whole message unless in pieces) */
-	uint32_t total;                 /* the message's length */
-	uint64_t off;                   /* this piece's offset in the message */
-	uint64_t token;                 /* the message, across its pieces */
-	uint64_t atomic_orig;           /* result of an atomic */
-	uint32_t rnr_timer;             /* responder's min_rnr_timer, for an RNR NAK */
-};
-
-/* mem.c */
-int mr_check_local(struct urd_vrnic *vr, struct vr_pd *pd, const struct urd_sge *sge,
-		   uint32_t need_access, struct vsge *out);
-int mr_check_remote(struct urd_vrnic *vr, struct vr_qp *qp, uint32_t rkey, uint64_t addr,
-		    uint64_t len, uint32_t need_access, struct vsge *out);
-uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig);
-uint32_t vsge_advance(struct vsge *v, uint32_t n, uint64_t off);
-void sg_copy(const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len);
-
-/* route.c */
-struct vr_qp *route_rc(struct vr_qp *src);
-struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe);
-
-/* resp.c */
-enum resp_result resp_handle(struct vr_qp *dst, struct packet *pkt);
-
-/* comp.c */
-int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited);
-void comp_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st);
-bool comp_recv_flush(struct vr_qp *qp, uint32_t *budget);
-void comp_fatal(struct vr_qp *qp, enum ibv_wc_status st);
-
-/* req.c: runs up to budget WQEs and about *bytes bytes (lowered by what it
- * did); true if work is left */
-bool req_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes);
-
-/* Counters: every event counts on the QP and on its vRNIC. */
-#define CNT_BOTH(qp, field, n) do { (qp)->cnt.field += (n); (qp)->vr->cnt.field += (n); } while (0)
-
-static inline void count_tx(struct vr_qp *qp, uint32_t op, uint64_t len)
-{
-	CNT_BOTH(qp, tx_ops, 1);
-	CNT_BOTH(qp, tx_bytes, len);
-	CNT_BOTH(qp, tx_op_ops[op], 1);
-	CNT_BOTH(qp, tx_op_bytes[op], len);
-}
-
-static inline void count_rx(struct vr_qp *qp, uint32_t op, uint64_t len)
-{
-	CNT_BOTH(qp, rx_ops, 1);
-	CNT_BOTH(qp, rx_bytes, len);
-	CNT_BOTH(qp, rx_op_ops[op], 1);
-	CNT_BOTH(qp, rx_op_bytes[op], len);
-}
-
-/* engine.c */
-struct engine_xfer *engine_xfer_get(struct vr_qp *qp);        /* NULL: out of memory */
-void engine_wait(struct vr_qp *qp, enum urd_qp_wait why, uint64_t until_ns);
+/* For fuzz harnesses and unit tests that run the engine without its thread:
+ * one pass over the work list (big lock held); true if it did work, and
+ * *next_timer the earliest timer (UINT64_MAX: none). */
+bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer);
 
 #endif

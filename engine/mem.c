@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "engine.h"
+#include "internal.h"
 
 /* [addr, addr + len) inside [iova, iova + length), without overflow. */
 static bool in_bounds(const struct vr_mr *mr, uint64_t addr, uint64_t len)
@@ -76,7 +76,7 @@ uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig)
 	return mr->segs[lo].ptr + (mo - mr->segs[lo].mr_off);
 }
 
-void sg_copy(const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len)
+void sg_copy(struct engine *eng, const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len)
 {
 	uint32_t di = 0, si = 0;
 	uint64_t doff = 0, soff = 0;
@@ -101,7 +101,7 @@ void sg_copy(const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint
 		if (n > len)
 			n = len;
 		memmove(d, s, n);
-		urd_d->copied_bytes += n;
+		eng->copied_bytes += n;
 		doff += n;
 		soff += n;
 		len -= n;

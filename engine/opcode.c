@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The opcode table: what each send opcode does, from IB spec 9.4 (table 38)
  * and the verbs man page ibv_post_send(3). */
-#include "engine.h"
+#include "internal.h"
 
 const struct opcode_info urd_opcodes[URD_WR_NUM_OPCODES] = {
 	[URD_WR_RDMA_WRITE] = {

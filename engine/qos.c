@@ -8,7 +8,7 @@
  * following ones wait the debt off).  That keeps the average at the rate for
  * any message size, and the tenant cannot bypass it: the engine decides when
  * its work runs. */
-#include "engine.h"
+#include "internal.h"
 
 static void refill(struct urd_qos *q, uint64_t now)
 {

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "engine.h"
+#include "internal.h"
 #include "unirdma/barrier.h"
 
 #define UD_MTU 4096u
@@ -45,8 +45,8 @@ enum exec_result { EXEC_DONE, EXEC_WAIT, EXEC_MORE /* a piece done, the WQE goes
 /* The WQE at the head no longer moves in pieces. */
 static void xfer_end(struct vr_qp *qp)
 {
-	if (qp->xfer)
-		qp->xfer->tx = false;
+	if (qp->eng.xfer)
+		qp->eng.xfer->tx = false;
 }
 
 /* Free the head slot.  This must happen before the WQE's completion is
@@ -69,7 +69,7 @@ static enum exec_result fail(struct vr_qp *qp, const struct urd_send_wqe *w, enu
 }
 
 /* Runs the WQE w (the head of the SQ), or its next piece when it is longer
- * than ENGINE_PIECE: the first piece saves the WQE in qp->xfer, and the
+ * than ENGINE_PIECE: the first piece saves the WQE in qp->eng.xfer, and the
  * following ones run from that copy.  *bytes is lowered by what moved. */
 static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, uint32_t slot_bytes,
 				uint64_t now, int64_t *bytes)
@@ -82,7 +82,7 @@ static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, 
 	enum resp_result res;
 	uint64_t len = 0, off = 0;
 	uint32_t n = 0, piece, first;
-	bool resume = qp->xfer && qp->xfer->tx;
+	bool resume = qp->eng.xfer && qp->eng.xfer->tx;
 
 	if (w->opcode >= URD_WR_NUM_OPCODES)
 		return fail(qp, w, IBV_WC_LOC_QP_OP_ERR);
@@ -123,7 +123,7 @@ static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, 
 	}
 	/* The rate limiter decides when work runs: a tenant cannot bypass it. */
 	if ((qp->vr->qos.rate_bytes || qp->vr->qos.rate_ops) && !resume &&
-	    !(qp->retry_armed && qp->retry_head == qp->sq.head)) {   /* retries were admitted */
+	    !(qp->eng.retry_armed && qp->eng.retry_head == qp->sq.head)) {   /* retries were admitted */
 		uint64_t until;
 
 		if (!qos_admit(qp->vr, len, now, &until)) {
@@ -136,7 +136,7 @@ static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, 
 	piece = (uint32_t)len;
 	if (__builtin_expect(len > ENGINE_PIECE, 0)) {  /* RC only: UD and atomics are short */
 		if (resume) {
-			x = qp->xfer;
+			x = qp->eng.xfer;
 			off = x->tx_done;
 		} else {
 			x = engine_xfer_get(qp);
@@ -146,7 +146,7 @@ static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, 
 			w = (const struct urd_send_wqe *)x->wqe;
 			x->tx = true;
 			x->tx_head = qp->sq.head;
-			x->tx_token = ++qp->vr->d->xfer_token;
+			x->tx_token = ++qp->vr->d->eng.xfer_token;
 			x->tx_done = 0;
 		}
 		if (len - off < piece)
@@ -171,11 +171,11 @@ static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, 
 
 	if (qp->type == IBV_QPT_UD)
 		res = RESP_ACK;         /* unreliable: the sender completes either way */
-	if (!qp->retry_armed || qp->retry_head != qp->sq.head) {
-		qp->retry_armed = true;
-		qp->retry_head = qp->sq.head;
-		qp->rnr_left = qp->attr.rnr_retry;
-		qp->retry_left = qp->attr.retry_cnt;
+	if (!qp->eng.retry_armed || qp->eng.retry_head != qp->sq.head) {
+		qp->eng.retry_armed = true;
+		qp->eng.retry_head = qp->sq.head;
+		qp->eng.rnr_left = qp->attr.rnr_retry;
+		qp->eng.retry_left = qp->attr.retry_cnt;
 	}
 	switch (res) {
 	case RESP_RESTART:
@@ -185,7 +185,7 @@ static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, 
 		if (x) {
 			if (off + piece < len) {
 				x->tx_done = off + piece;
-				qp->retry_armed = false;        /* progress: fresh retry counts */
+				qp->eng.retry_armed = false;        /* progress: fresh retry counts */
 				return EXEC_MORE;
 			}
 			x->tx = false;
@@ -193,21 +193,21 @@ static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, 
 		if (op->flags & OPF_ATOMIC) {
 			struct vsge r = { .mr = NULL, .off = 0, .len = 8, .flat = (uint8_t *)&pkt.atomic_orig };
 
-			sg_copy(local, n, &r, 1, 8);
+			sg_copy(&qp->vr->d->eng, local, n, &r, 1, 8);
 		}
-		qp->retry_armed = false;
+		qp->eng.retry_armed = false;
 		count_tx(qp, w->opcode, len);
 		sq_advance(&qp->sq);
 		comp_send(qp, w, IBV_WC_SUCCESS);
 		return EXEC_DONE;
 	case RESP_RNR:
-		if (qp->rnr_left == 7 || qp->rnr_left-- > 0) {
+		if (qp->eng.rnr_left == 7 || qp->eng.rnr_left-- > 0) {
 			engine_wait(qp, QP_WAIT_RNR, now + rnr_delay_ns(pkt.rnr_timer));
 			return EXEC_WAIT;
 		}
 		return fail(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
 	case RESP_SILENT:
-		if (qp->retry_left-- > 0) {
+		if (qp->eng.retry_left-- > 0) {
 			CNT_BOTH(qp, retries, 1);
 			engine_wait(qp, QP_WAIT_RETRY, now + transport_delay_ns(qp->attr.timeout));
 			return EXEC_WAIT;
@@ -254,7 +254,7 @@ static bool sq_fetch(struct vr_qp *qp)
 		sq_unwatch(sq);
 		sq->head = sq->seen = prod;
 		urd_store_release(&sq->hdr->cons, sq->head);
-		qp_to_error(qp, true);
+		engine_qp_error(qp, true);
 		return false;
 	}
 	sq->seen = prod;
@@ -309,9 +309,9 @@ static bool req_run(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *by
 			sq_unwatch(sq);
 			return false;   /* RTR/SQD: wait; modify to RTS re-activates us */
 		}
-		if (__builtin_expect(qp->xfer && qp->xfer->tx, 0)) {
-			if (qp->xfer->tx_head == sq->head)
-				w = (const struct urd_send_wqe *)qp->xfer->wqe; /* in pieces: its saved copy */
+		if (__builtin_expect(qp->eng.xfer && qp->eng.xfer->tx, 0)) {
+			if (qp->eng.xfer->tx_head == sq->head)
+				w = (const struct urd_send_wqe *)qp->eng.xfer->wqe; /* in pieces: its saved copy */
 			else
 				xfer_end(qp);   /* not the head any more: cannot happen, but never trust it */
 		}

@@ -11,7 +11,7 @@
 #include <arpa/inet.h>
 #include <string.h>
 
-#include "engine.h"
+#include "internal.h"
 #include "unirdma/barrier.h"
 
 #define GRH_BYTES 40u
@@ -87,7 +87,7 @@ static void recv_complete(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status s
 		c.vendor_err = st;
 	}
 	if (cq_push(qp->rcq, &c, solicited) && qp->state != IBV_QPS_ERR)
-		qp_to_error(qp, true);
+		engine_qp_error(qp, true);
 }
 
 /* RoCEv2 over IPv4: the 40-byte GRH slot holds 20 unused bytes, then the
@@ -149,7 +149,7 @@ static enum resp_result class_c_error(struct vr_qp *qp, enum resp_result r)
 {
 	if (qp->type == IBV_QPT_RC && qp->state != IBV_QPS_ERR) {
 		CNT_BOTH(qp, errors, 1);
-		qp_to_error(qp, false);
+		engine_qp_error(qp, false);
 		if (r == RESP_NAK_ACCESS)
 			ctx_post_async(qp->obj.ctx, IBV_EVENT_QP_ACCESS_ERR, URD_OBJ_QP, qp->obj.handle);
 	}
@@ -164,7 +164,7 @@ static enum resp_result recv_piece(struct vr_qp *qp, struct packet *pkt)
 {
 	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge)];
 	struct vsge sg[ENGINE_MAX_SGE];
-	struct engine_xfer *x = qp->xfer;
+	struct engine_xfer *x = qp->eng.xfer;
 	uint64_t room;
 	uint32_t i;
 	int n;
@@ -210,7 +210,7 @@ static enum resp_result recv_piece(struct vr_qp *qp, struct packet *pkt)
 		return class_c_error(qp, n < 0 ? RESP_NAK_OP : RESP_NAK_INV_REQ);
 	}
 	i = vsge_advance(sg, (uint32_t)n, pkt->off);
-	sg_copy(sg + i, (uint32_t)n - i, pkt->local, pkt->nlocal, pkt->len);
+	sg_copy(&qp->vr->d->eng, sg + i, (uint32_t)n - i, pkt->local, pkt->nlocal, pkt->len);
 	if (pkt->off + pkt->len == pkt->total) {
 		x->rx = false;
 		recv_complete(qp, x->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, pkt->total, pkt);
@@ -230,11 +230,11 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 	int n;
 	bool ud = qp->type == IBV_QPT_UD;
 
-	if (qp->xfer && qp->xfer->rx && (pkt->op->flags & OPF_WRITE)) {
+	if (qp->eng.xfer && qp->eng.xfer->rx && (pkt->op->flags & OPF_WRITE)) {
 		/* a SEND stopped midway consumed a receive WQE: it is next */
-		qp->xfer->rx = false;
-		sg_copy(target, 1, pkt->local, pkt->nlocal, pkt->len);
-		recv_complete(qp, qp->xfer->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
+		qp->eng.xfer->rx = false;
+		sg_copy(&qp->vr->d->eng, target, 1, pkt->local, pkt->nlocal, pkt->len);
+		recv_complete(qp, qp->eng.xfer->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
 		return RESP_ACK;
 	}
 	/* recv_peek copies the header and at most URD_MAX_SGE SGEs, whatever
@@ -252,7 +252,7 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 	}
 	if (pkt->op->flags & OPF_WRITE) {
 		/* the data went to the RDMA target; the receive WQE only completes */
-		sg_copy(target, 1, pkt->local, pkt->nlocal, pkt->len);
+		sg_copy(&qp->vr->d->eng, target, 1, pkt->local, pkt->nlocal, pkt->len);
 		recv_commit(qp);
 		recv_complete(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
 		return RESP_ACK;
@@ -269,7 +269,7 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 		int i = 0;
 
 		fill_grh(grh, pkt->src, qp, pkt->len);
-		sg_copy(sg, (uint32_t)n, &g, 1, GRH_BYTES);
+		sg_copy(&qp->vr->d->eng, sg, (uint32_t)n, &g, 1, GRH_BYTES);
 		while (skip && i < n) {         /* advance the scatter list past the GRH */
 			uint64_t take = sg[i].len < skip ? sg[i].len : skip;
 
@@ -279,10 +279,10 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 			if (!sg[i].len)
 				i++;
 		}
-		sg_copy(sg + i, (uint32_t)(n - i), pkt->local, pkt->nlocal, pkt->len);
+		sg_copy(&qp->vr->d->eng, sg + i, (uint32_t)(n - i), pkt->local, pkt->nlocal, pkt->len);
 		byte_len += GRH_BYTES;
 	} else {
-		sg_copy(sg, (uint32_t)n, pkt->local, pkt->nlocal, pkt->len);
+		sg_copy(&qp->vr->d->eng, sg, (uint32_t)n, pkt->local, pkt->nlocal, pkt->len);
 	}
 	recv_commit(qp);
 	recv_complete(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, byte_len, pkt);
@@ -347,16 +347,16 @@ enum resp_result resp_handle(struct vr_qp *qp, struct packet *pkt)
 		if (pkt->len && remote_target(qp, pkt, IBV_ACCESS_REMOTE_WRITE, &t))
 			return class_c_error(qp, RESP_NAK_ACCESS);
 		if (!(op->flags & OPF_SEND))
-			sg_copy(&t, 1, pkt->local, pkt->nlocal, pkt->len);
+			sg_copy(&qp->vr->d->eng, &t, 1, pkt->local, pkt->nlocal, pkt->len);
 		else if (last)
 			res = do_recv(qp, pkt, &t);     /* the receive WQE is taken with the last piece */
 		else
-			sg_copy(&t, 1, pkt->local, pkt->nlocal, pkt->len);
+			sg_copy(&qp->vr->d->eng, &t, 1, pkt->local, pkt->nlocal, pkt->len);
 	} else if (op->flags & OPF_READ) {
 		if (pkt->len && remote_target(qp, pkt, IBV_ACCESS_REMOTE_READ, &t))
 			return class_c_error(qp, RESP_NAK_ACCESS);
 		if (pkt->len)
-			sg_copy(pkt->local, pkt->nlocal, &t, 1, pkt->len);
+			sg_copy(&qp->vr->d->eng, pkt->local, pkt->nlocal, &t, 1, pkt->len);
 	} else if (op->flags & OPF_ATOMIC) {
 		uint64_t contig, *p;
 
@@ -379,7 +379,7 @@ enum resp_result resp_handle(struct vr_qp *qp, struct packet *pkt)
 		} else {
 			pkt->atomic_orig = __atomic_fetch_add(p, w->compare_add, __ATOMIC_SEQ_CST);
 		}
-	} else if (pkt->len != pkt->total || (qp->xfer && qp->xfer->rx)) {
+	} else if (pkt->len != pkt->total || (qp->eng.xfer && qp->eng.xfer->rx)) {
 		/* in pieces, or the next message after one that stopped midway:
 		 * it goes into the receive WQE that one consumed, in order */
 		res = recv_piece(qp, pkt);

@@ -6,7 +6,7 @@
  * an unreachable peer, so the requester sees a retry-exceeded error. */
 #include <string.h>
 
-#include "engine.h"
+#include "internal.h"
 
 static struct urd_vrnic *vrnic_by_gid(struct urd_daemon *d, const char *tenant, const uint8_t gid[16])
 {

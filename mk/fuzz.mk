@@ -29,11 +29,11 @@ FUZZ_BUILD   := $(BUILD)/fuzz
 FUZZ_WORK    ?= $(FUZZ_BUILD)/work
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -DUNIRDMA_VERSION=\"$(VERSION)\" -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE \
-		-Iinclude -Icommon -Idaemon -Iengine -Itests/fuzz -fno-strict-aliasing $(FUZZ_SAN)
+		-Iinclude -Icommon -Icore -Iengine -Idaemon -Itests/fuzz -fno-strict-aliasing $(FUZZ_SAN)
 
-# The daemon without main() (the harness is the process) and without
-# engine/engine.c (harness.c includes it, to reach its static engine_pass).
-FUZZ_SRC     := $(filter-out daemon/main.c engine/engine.c,$(DAEMON_SRC)) $(COMMON_SRC) \
+# The daemon without main() (the harness is the process; it runs the engine's
+# passes itself through engine_pass(), engine/engine.h).
+FUZZ_SRC     := $(filter-out daemon/main.c,$(DAEMON_SRC)) $(ENGINE_SRC) $(CORE_SRC) $(COMMON_SRC) \
 		tests/fuzz/harness.c tests/fuzz/check.c
 FUZZ_OBJ     := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SRC))
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "internal.h"
 #include "harness.h"
 
 /* A small pointer set (open addressing) for membership checks. */
@@ -218,8 +218,8 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 					fz_fail("QP %#x: rings do not match its SRQ use", o->handle);
 				arena += check_ring(vr, &qp->sq, "SQ");
 				arena += check_ring(vr, &qp->rq, "RQ");
-				if (qp->wait != QP_WAIT_NONE && qp->wait != QP_WAIT_RNR && qp->wait != QP_WAIT_RETRY)
-					fz_fail("QP %#x: wait %d", o->handle, qp->wait);
+				if (qp->eng.wait != QP_WAIT_NONE && qp->eng.wait != QP_WAIT_RNR && qp->eng.wait != QP_WAIT_RETRY)
+					fz_fail("QP %#x: wait %d", o->handle, qp->eng.wait);
 				pset_add(live_qps, qp);
 				break;
 			}
@@ -301,21 +301,21 @@ static void check(bool tables)
 		if (hashed != nqp)
 			fz_fail("QPN hash holds %u QPs, the vRNICs %u", hashed, nqp);
 	}
-	for (struct vr_qp *q = d->active_head; q; q = q->active_next) {
-		if (!pset_has(&live, q) || !q->active || ++nlist > nqp)
+	for (struct vr_qp *q = d->eng.active_head; q; q = q->eng.active_next) {
+		if (!pset_has(&live, q) || !q->eng.active || ++nlist > nqp)
 			fz_fail("engine active list: a dead, inactive or repeated QP");
 		last = q;
 	}
-	if (last != d->active_tail)
+	if (last != d->eng.active_tail)
 		fz_fail("engine active list: tail is not the last entry");
 	for (size_t i = 0; i < live.n; i++)
-		if (live.v[i] && ((const struct vr_qp *)live.v[i])->active)
+		if (live.v[i] && ((const struct vr_qp *)live.v[i])->eng.active)
 			nactive++;
 	if (nactive != nlist)
 		fz_fail("engine: %u QPs marked active, %u on the list", nactive, nlist);
 	nlist = 0;
-	for (struct vr_qp *q = d->wait_head; q; q = q->wait_next)
-		if (!pset_has(&live, q) || q->wait == QP_WAIT_NONE || ++nlist > nqp)
+	for (struct vr_qp *q = d->eng.wait_head; q; q = q->eng.wait_next)
+		if (!pset_has(&live, q) || q->eng.wait == QP_WAIT_NONE || ++nlist > nqp)
 			fz_fail("engine timer list: a dead, repeated or not waiting QP");
 	pthread_mutex_unlock(&d->lock);
 	free(live.v);

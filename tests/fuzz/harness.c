@@ -1,13 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* In-process unirdmad for the libFuzzer targets: see harness.h.
- *
- * The engine's pass function is static in engine/engine.c; this file
- * includes that source so the fuzzers run the very code the engine thread
- * runs (the fuzz build leaves engine/engine.c out of its object list).
+/* In-process unirdmad for the libFuzzer targets: see harness.h.  The
+ * fuzzers run the engine's passes themselves (engine_pass, the very code the
+ * engine thread runs), without its thread.
  */
-#include "../../engine/engine.c"
-
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +12,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "log.h"
 
 struct urd_daemon *urd_d;
 struct urd_vrnic *fz_vr[FZ_NVR];
@@ -188,7 +186,7 @@ void fz_engine_drain(uint64_t *now, int max)
 	for (int i = 0; i < max; i++) {
 		bool did = fz_engine_pass(*now, &next);
 
-		if (!did && !urd_d->active_head && !urd_d->wait_head)
+		if (!did && !urd_d->eng.active_head && !urd_d->eng.wait_head)
 			break;
 		if (!did && next != UINT64_MAX && next > *now)
 			*now = next;
@@ -218,7 +216,7 @@ void fz_end(void)
 		if (vr->arena.nfree != 1 || vr->memwin.nfree != 1)
 			fz_fail("vrnic %s: free space fragmented with nothing allocated", vr->name);
 	}
-	if (d->active_head || d->wait_head)
+	if (d->eng.active_head || d->eng.wait_head)
 		fz_fail("engine lists not empty with no QP left");
 }
 

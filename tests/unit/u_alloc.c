@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon.h"
+#include "objects.h"
 
 #define PG 4096ull
 #define NPAGES 4096u

@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "daemon.h"
+#include "objects.h"
 
 /* tree.h's static generator names this attribute; libbsd leaves it undefined
  * because Linux headers use the name for struct members: define it here only */

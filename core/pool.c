@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Object tables: each context's handle table, the vRNIC's MR key hash and
+ * the host-wide QPN hash.  Services of the object model: the control plane
+ * fills the tables, the engine looks objects up in them.  Big lock held. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <search.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+
+#include <infiniband/verbs.h>
+
+#include "objects.h"
+
+int handle_new(struct vr_ctx *ctx, struct vr_obj *o, enum urd_obj_type type)
+{
+	uint32_t idx;
+
+	for (idx = 1; idx < ctx->nhandles; idx++)
+		if (!ctx->handles[idx])
+			break;
+	if (idx >= ctx->nhandles) {
+		uint32_t n = ctx->nhandles ? ctx->nhandles * 2 : 64;
+		struct vr_obj **h;
+		uint16_t *g;
+
+		if (n > URD_MAX_HANDLES)
+			return -ENOMEM;
+		h = realloc(ctx->handles, n * sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		ctx->handles = h;
+		g = realloc(ctx->gens, n * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		ctx->gens = g;
+		memset(h + ctx->nhandles, 0, (n - ctx->nhandles) * sizeof(*h));
+		memset(g + ctx->nhandles, 0, (n - ctx->nhandles) * sizeof(*g));
+		idx = ctx->nhandles ? ctx->nhandles : 1;
+		ctx->nhandles = n;
+	}
+	ctx->gens[idx] = (uint16_t)(ctx->gens[idx] + 1) ? (uint16_t)(ctx->gens[idx] + 1) : 1;
+	ctx->handles[idx] = o;
+	o->type = type;
+	o->ctx = ctx;
+	o->handle = (uint32_t)ctx->gens[idx] << 16 | idx;
+	return 0;
+}
+
+void handle_free(struct vr_obj *o)
+{
+	o->ctx->handles[o->handle & 0xffff] = NULL;
+}
+
+void *obj_get(struct vr_ctx *ctx, uint32_t handle, enum urd_obj_type type)
+{
+	uint32_t idx = handle & 0xffff;
+	struct vr_obj *o;
+
+	if (!idx || idx >= ctx->nhandles)
+		return NULL;
+	o = ctx->handles[idx];
+	if (!o || o->handle != handle || o->type != type)
+		return NULL;
+	return o;
+}
+
+static uint32_t key_bucket(uint32_t key)
+{
+	return (key * 2654435761u) >> 22;       /* 10 bits */
+}
+
+struct vr_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey)
+{
+	for (struct vr_mr *m = vr->lkeys[key_bucket(lkey)]; m; m = m->lkey_next)
+		if (m->lkey == lkey)
+			return m;
+	return NULL;
+}
+
+struct vr_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey)
+{
+	for (struct vr_mr *m = vr->rkeys[key_bucket(rkey)]; m; m = m->rkey_next)
+		if (m->rkey == rkey)
+			return m;
+	return NULL;
+}
+
+/* Keys are random so that a tenant cannot guess another MR's key from its own. */
+uint32_t mr_key_new(struct urd_vrnic *vr)
+{
+	uint32_t k;
+
+	do {
+		if (getrandom(&k, sizeof(k), 0) != sizeof(k))
+			k = (uint32_t)rand() ^ (uint32_t)vr->d->next_ctx_id << 16;
+	} while (!k || k == UINT32_MAX || mr_by_lkey(vr, k) || mr_by_rkey(vr, k));
+	return k;
+}
+
+struct vr_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn)
+{
+	for (struct vr_qp *q = d->qpn_hash[qpn % URD_QPN_BUCKETS]; q; q = q->qpn_next)
+		if (q->qpn == qpn)
+			return q;
+	return NULL;
+}
+
+void mr_keys_link(struct urd_vrnic *vr, struct vr_mr *mr)
+{
+	uint32_t b = key_bucket(mr->lkey);
+
+	mr->lkey_next = vr->lkeys[b];
+	vr->lkeys[b] = mr;
+	b = key_bucket(mr->rkey);
+	mr->rkey_next = vr->rkeys[b];
+	vr->rkeys[b] = mr;
+}
+
+void mr_keys_unlink(struct urd_vrnic *vr, struct vr_mr *mr)
+{
+	for (struct vr_mr **pp = &vr->lkeys[key_bucket(mr->lkey)]; *pp; pp = &(*pp)->lkey_next)
+		if (*pp == mr) {
+			*pp = mr->lkey_next;
+			break;
+		}
+	for (struct vr_mr **pp = &vr->rkeys[key_bucket(mr->rkey)]; *pp; pp = &(*pp)->rkey_next)
+		if (*pp == mr) {
+			*pp = mr->rkey_next;
+			break;
+		}
+}
+
+/* QPNs are random, not sequential: a tenant must not learn from its own QPNs
+ * how many QPs other tenants create.  24 bits, never 0 or 1 (QP1 is the
+ * GSI), unique host-wide (the hash); a few thousand QPs in 2^24 numbers make
+ * collisions rare, and the loop ends. */
+uint32_t qpn_alloc(struct urd_daemon *d)
+{
+	for (;;) {
+		uint32_t q;
+
+		if (d->qpn_sequential)
+			q = d->next_qpn++;
+		else if (getrandom(&q, sizeof(q), 0) != sizeof(q))
+			q = (uint32_t)rand() ^ (d->next_qpn++ * 2654435761u);
+		q &= 0xffffff;
+		if (q > 1 && !qpn_lookup(d, q))
+			return q;
+	}
+}
+
+void qpn_unlink(struct urd_daemon *d, struct vr_qp *qp)
+{
+	for (struct vr_qp **pp = &d->qpn_hash[qp->qpn % URD_QPN_BUCKETS]; *pp; pp = &(*pp)->qpn_next)
+		if (*pp == qp) {
+			*pp = qp->qpn_next;
+			return;
+		}
+}
+
+void qpn_link(struct urd_daemon *d, struct vr_qp *qp)
+{
+	qp->qpn_next = d->qpn_hash[qp->qpn % URD_QPN_BUCKETS];
+	d->qpn_hash[qp->qpn % URD_QPN_BUCKETS] = qp;
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The software RNIC engine's internal interfaces (engine/ only; the control
+ * plane sees engine.h).
+ *
+ * The engine plays the hardware: it is the only party that moves bytes
+ * between tenants' registered memory.  A request runs through three roles, as
+ * in a real RNIC pipeline (and the Linux rxe driver):
+ *   req.c   requester: takes a WQE from a send queue, checks the local side,
+ *           resolves the destination and hands a "packet" to the responder;
+ *   resp.c  responder: checks the destination QP, keys, bounds and access,
+ *           moves the data, answers ACK or NAK (RNR, access, invalid request);
+ *   comp.c  completer: turns outcomes into CQEs, events and QP errors.
+ * On one host the three run synchronously in the engine thread under the big
+ * lock; the packet is a struct, not bytes on a wire.
+ */
+#ifndef UNIRDMA_ENGINE_INTERNAL_H
+#define UNIRDMA_ENGINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "engine.h"
+#include "objects.h"
+
+/* A validated scatter/gather element: a range of an MR, or flat engine memory
+ * (inline data, atomic results). */
+struct vsge {
+	struct vr_mr *mr;
+	uint64_t off;                   /* offset inside the MR */
+	uint32_t len;
+	uint8_t *flat;                  /* when mr == NULL */
+};
+
+#define ENGINE_MAX_SGE URD_MAX_SGE
+
+/* opcode.c: what each work-request opcode does (IB spec 9.4, table 38). */
+enum {
+	OPF_SEND      = 1u << 0,        /* consumes a receive WQE at the responder */
+	OPF_IMM       = 1u << 1,        /* carries immediate data */
+	OPF_WRITE     = 1u << 2,
+	OPF_READ      = 1u << 3,
+	OPF_ATOMIC    = 1u << 4,
+	OPF_RC_ONLY   = 1u << 5,
+	OPF_LOCAL_WR  = 1u << 6,        /* the local SGEs are written (read response, atomic result) */
+};
+
+struct opcode_info {
+	const char *name;
+	uint32_t flags;
+	uint32_t remote_access;         /* IBV_ACCESS_REMOTE_* the target MR and QP must grant */
+	enum ibv_wc_opcode wc_opcode;
+};
+
+extern const struct opcode_info urd_opcodes[URD_WR_NUM_OPCODES];
+
+/* The responder's answer to one request (IB spec 9.7.5.2: ACK / NAK codes). */
+enum resp_result {
+	RESP_ACK = 0,
+	RESP_RNR,                       /* RNR NAK: no receive WQE */
+	RESP_SILENT,                    /* no answer: unreachable peer or QP not ready */
+	RESP_NAK_INV_REQ,               /* invalid request, length error, misaligned atomic */
+	RESP_NAK_ACCESS,                /* remote access error */
+	RESP_NAK_OP,                    /* remote operational error */
+	RESP_RESTART,                   /* a later piece found no message state: start it over */
+};
+
+/* Messages longer than this move in pieces of at most this size, one piece
+ * per engine step, so that the big lock is never held for long (issue 9,
+ * finding 3).  A piece lands like a run of packets on a wire; the CQEs are
+ * written when the whole message is done. */
+#define ENGINE_PIECE (256u << 10)
+
+#define WQE_MAX_BYTES 1024u             /* largest send WQE slot the engine takes */
+
+/* A message in pieces, kept per QP between engine steps (allocated when a
+ * QP first needs it, freed by engine_forget). */
+struct engine_xfer {
+	/* requester: the WQE at the SQ head, in progress */
+	bool tx;
+	uint32_t tx_head;               /* its SQ index */
+	uint64_t tx_token;              /* names the message to the responder */
+	uint64_t tx_done;               /* bytes the responder acknowledged */
+	/* the WQE as copied and validated at its start: never read again from
+	 * the region, which the tenant may rewrite meanwhile */
+	uint8_t wqe[WQE_MAX_BYTES] __attribute__((aligned(64)));
+	/* responder: the receive WQE a SEND in pieces consumed (it stays
+	 * consumed by that message; a restarted message reuses it) */
+	bool rx;
+	uint64_t rx_token;
+	uint64_t rx_wr_id;
+	uint32_t rx_nsge;
+	struct urd_sge rx_sge[URD_MAX_SGE];
+};
+
+struct packet {
+	struct vr_qp *src;
+	const struct urd_send_wqe *wqe;
+	const struct opcode_info *op;
+	struct vsge *local;             /* gather (send/write) or scatter (read/atomic) list */
+	uint32_t nlocal;
+	uint32_t len;                   /* this piece's length (the whole message unless in pieces) */
+	uint32_t total;                 /* the message's length */
+	uint64_t off;                   /* this piece's offset in the message */
+	uint64_t token;                 /* the message, across its pieces */
+	uint64_t atomic_orig;           /* result of an atomic */
+	uint32_t rnr_timer;             /* responder's min_rnr_timer, for an RNR NAK */
+};
+
+/* mem.c */
+int mr_check_local(struct urd_vrnic *vr, struct vr_pd *pd, const struct urd_sge *sge,
+		   uint32_t need_access, struct vsge *out);
+int mr_check_remote(struct urd_vrnic *vr, struct vr_qp *qp, uint32_t rkey, uint64_t addr,
+		    uint64_t len, uint32_t need_access, struct vsge *out);
+uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig);
+uint32_t vsge_advance(struct vsge *v, uint32_t n, uint64_t off);
+void sg_copy(struct engine *eng, const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len);
+
+/* route.c */
+struct vr_qp *route_rc(struct vr_qp *src);
+struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe);
+
+/* resp.c */
+enum resp_result resp_handle(struct vr_qp *dst, struct packet *pkt);
+
+/* comp.c */
+int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited);
+void comp_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st);
+bool comp_recv_flush(struct vr_qp *qp, uint32_t *budget);
+void comp_fatal(struct vr_qp *qp, enum ibv_wc_status st);
+
+/* req.c: runs up to budget WQEs and about *bytes bytes (lowered by what it
+ * did); true if work is left */
+bool req_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes);
+
+/* Counters: every event counts on the QP and on its vRNIC. */
+#define CNT_BOTH(qp, field, n) do { (qp)->cnt.field += (n); (qp)->vr->cnt.field += (n); } while (0)
+
+static inline void count_tx(struct vr_qp *qp, uint32_t op, uint64_t len)
+{
+	CNT_BOTH(qp, tx_ops, 1);
+	CNT_BOTH(qp, tx_bytes, len);
+	CNT_BOTH(qp, tx_op_ops[op], 1);
+	CNT_BOTH(qp, tx_op_bytes[op], len);
+}
+
+static inline void count_rx(struct vr_qp *qp, uint32_t op, uint64_t len)
+{
+	CNT_BOTH(qp, rx_ops, 1);
+	CNT_BOTH(qp, rx_bytes, len);
+	CNT_BOTH(qp, rx_op_ops[op], 1);
+	CNT_BOTH(qp, rx_op_bytes[op], len);
+}
+
+/* engine.c */
+struct engine_xfer *engine_xfer_get(struct vr_qp *qp);        /* NULL: out of memory */
+void engine_wait(struct vr_qp *qp, enum engine_wait why, uint64_t until_ns);
+
+/* qos.c: may vr send bytes now?  If not, *until is when. */
+bool qos_admit(struct urd_vrnic *vr, uint64_t bytes, uint64_t now, uint64_t *until);
+
+#endif
