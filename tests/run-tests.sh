@@ -17,6 +17,7 @@
 #   build/tests/u_*            unit tests of one daemon part (tests/unit), no daemon
 #   tests/check-exports.sh     the library's exported symbols
 #   tests/check-license.sh     every source file's SPDX line, the licence texts
+#   tests/check-layering.sh    who calls whom: engine/ never up into daemon/
 #   tests/integration/X.sh     one test per case (X:CASE); each starts its own
 #                              daemon (tests/integration/lib.sh)
 #
@@ -94,6 +95,8 @@ collect_tests() {
 		add_test check-exports script "$(printf 'bash %q' "$TOP/tests/check-exports.sh")"
 	[ -f "$TOP/tests/check-license.sh" ] &&
 		add_test check-license script "$(printf 'bash %q' "$TOP/tests/check-license.sh")"
+	[ -f "$TOP/tests/check-layering.sh" ] &&
+		add_test check-layering script "$(printf 'bash %q %q' "$TOP/tests/check-layering.sh" "$BUILD")"
 	for f in "$TOP"/tests/integration/*.sh; do
 		[ "$(basename "$f")" = lib.sh ] && continue
 		name=$(basename "$f" .sh)

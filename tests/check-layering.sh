@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# check-layering.sh - do the parts call only downwards (core/objects.h)?
+#
+#   daemon/  control plane: mailbox, handlers, vRNICs, VMs, admin, metrics
+#   engine/  the RNIC: never calls daemon/; from core/ only the services below
+#   core/    the object model's services: never calls engine/ or daemon/
+#   lib/     the tenant's library: nothing of the daemon's
+#
+# Calls are read from the objects of a build (nm: each object's undefined
+# symbols against the symbols every part defines), includes from the sources.
+#
+# Usage: tests/check-layering.sh [BUILD_DIR]   (default: build, or $UNIRDMA_BUILD)
+# Exit:  0 pass, 1 fail, 77 skip (no build, no nm).
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+build=${1:-${UNIRDMA_BUILD:-build}}
+case $build in /*) ;; *) build=$top/$build ;; esac
+
+# The services of core/ the engine may call.  Adding one is a design
+# decision: say in core/objects.h why the RNIC needs it.
+ENGINE_MAY_CALL="
+	mr_by_lkey mr_by_rkey qpn_lookup
+	ctx_post_async ctx_notify
+"
+
+skip() { echo "SKIP: $*"; exit 77; }
+command -v nm >/dev/null 2>&1 || skip "nm not installed"
+[ -d "$build/obj/engine" ] || skip "no build in $build (make first)"
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# an object of a source that still exists (a build keeps those of removed files)
+current() { [ -f "$2" ] && [ -f "$top/$1/$(basename "$2" .o).c" ]; }
+
+# defined functions and data of each part: "symbol file"
+for part in common core engine daemon; do
+	for o in "$build/obj/$part"/*.o; do
+		current "$part" "$o" || continue
+		nm --defined-only "$o" | awk -v f="$part/$(basename "$o" .o).c" \
+			'$2 ~ /^[TDBR]$/ { print $3, f }'
+	done
+done | LC_ALL=C sort >"$tmp/defs"
+for o in "$build"/pic/lib/*.o; do
+	current lib "$o" || continue
+	nm --defined-only "$o" | awk -v f="lib/$(basename "$o" .o).c" '$2 ~ /^[TDBR]$/ { print $3, f }'
+done | LC_ALL=C sort >"$tmp/libdefs"
+
+# calls of one part's objects: "caller-file symbol defining-file"
+calls() {
+	local part=$1 defs=$2 o
+	for o in "$build/obj/$part"/*.o "$build/pic/$part"/*.o; do
+		current "$part" "$o" || continue
+		nm --undefined-only "$o" | awk '{ print $2 }' | LC_ALL=C sort -u |
+			LC_ALL=C join -o 0,2.2 - "$defs" |
+			awk -v f="$part/$(basename "$o" .o).c" '{ print f, $1, $2 }'
+	done
+}
+
+calls engine "$tmp/defs" >"$tmp/engine"
+calls core "$tmp/defs" >"$tmp/core"
+[ -s "$tmp/engine" ] || fail "the engine's objects call nothing of ours: is $build complete?"
+
+# engine -> daemon: never; engine -> core: only the listed services
+while read -r from sym def; do
+	case $def in
+	daemon/*) fail "$from uses $sym of the control plane ($def)" ;;
+	core/*)
+		case " $(echo $ENGINE_MAY_CALL) " in
+		*" $sym "*) ;;
+		*) fail "$from calls $sym() ($def), not a listed engine service" ;;
+		esac ;;
+	esac
+done <"$tmp/engine"
+
+# core -> engine or daemon: never
+while read -r from sym def; do
+	case $def in
+	engine/* | daemon/*) fail "$from (core) calls up into $sym() ($def)" ;;
+	esac
+done <"$tmp/core"
+
+# lib -> anything of the daemon's: never (it is linked alone; a shared name
+# would be a copy drifting from the other)
+for o in "$build"/pic/lib/*.o; do
+	current lib "$o" || continue
+	nm --undefined-only "$o" | awk '{ print $2 }' | LC_ALL=C sort -u |
+		LC_ALL=C join - <(awk '$2 !~ /^common\// { print $1 }' "$tmp/defs" | LC_ALL=C sort -u) |
+		while read -r sym; do
+			echo "lib/$(basename "$o" .o).c $sym"
+		done
+done >"$tmp/lib"
+while read -r from sym; do
+	fail "$from uses $sym, a name the daemon defines"
+done <"$tmp/lib"
+
+# includes: engine/ never includes daemon/ headers; daemon/ includes only
+# engine.h of the engine's; core/ includes nothing of engine/ but engine.h
+# (the types of the state embedded in its objects) and nothing of daemon/.
+hdrs() { sed -n 's/^#include "\([^"]*\)".*/\1/p' "$1"; }
+for f in "$top"/engine/*.[ch]; do
+	for h in $(hdrs "$f"); do
+		[ -f "$top/daemon/$h" ] && fail "engine/$(basename "$f") includes daemon/$h"
+	done
+done
+for f in "$top"/core/*.[ch]; do
+	for h in $(hdrs "$f"); do
+		[ -f "$top/daemon/$h" ] && fail "core/$(basename "$f") includes daemon/$h"
+		[ -f "$top/engine/$h" ] && [ "$h" != engine.h ] && fail "core/$(basename "$f") includes engine/$h"
+	done
+done
+for f in "$top"/daemon/*.[ch]; do
+	for h in $(hdrs "$f"); do
+		[ -f "$top/engine/$h" ] && [ "$h" != engine.h ] &&
+			fail "daemon/$(basename "$f") includes engine/$h (the engine's API is engine.h)"
+	done
+done
+for f in "$top"/lib/*.[ch]; do
+	for h in $(hdrs "$f"); do
+		for d in daemon engine core; do
+			[ -f "$top/$d/$h" ] && [ ! -f "$top/lib/$h" ] && fail "lib/$(basename "$f") includes $d/$h"
+		done
+	done
+done
+
+n_engine=$(wc -l <"$tmp/engine")
+n_core=$(wc -l <"$tmp/core")
+if [ "$fails" -gt 0 ]; then
+	echo "$fails layering violation(s)"
+	exit 1
+fi
+echo "ok: engine makes $n_engine calls into our code, none up; core makes $n_core, none up; lib none"
+awk '$3 ~ /^core\// { print "  engine service: " $1 " -> " $2 "() (" $3 ")" }' "$tmp/engine" | sort -u
+exit 0
