@@ -194,10 +194,11 @@ start_daemon() {
 	done
 	[ "$i" -lt 250 ] || die "unirdmad did not answer"
 	# Threads: main, then the engine (main.c starts it first), then the rest.
-	# A thread named by pthread_setname_np wins over that order.
+	# A thread named by pthread_setname_np wins over that order: exactly
+	# "urd-engine" (not "urd-engine-wait", its helper for many vRNICs).
 	local t all=($(tids)) eng=
 	for t in "${all[@]}"; do
-		[[ $(cat "/proc/$DAEMON_PID/task/$t/comm") == *engine* ]] && eng=$t
+		[[ $(cat "/proc/$DAEMON_PID/task/$t/comm") == urd-engine ]] && eng=$t
 	done
 	[ -n "$eng" ] || eng=${all[1]}
 	ENGINE_TID=$eng

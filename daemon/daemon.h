@@ -32,16 +32,16 @@ void vrnic_fail(struct urd_vrnic *vr, const char *why);
 int vrnic_monitor_start(struct urd_daemon *d);
 void vrnic_monitor_stop(void);
 
-/* ctrl.c */
+/* ctrl.c: the mailbox thread of each vRNIC */
 void *ctrl_thread_main(void *arg);
-void ctx_destroy(struct vr_ctx *ctx);
-int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
-		  void *resp, uint32_t *resp_len);
 /* True when the context in slot has no living owner (container: its OFD lock
  * is free; VM: owner and heartbeat stalled).  Big lock held. */
 bool ctrl_occupant_dead(struct urd_vrnic *vr, uint32_t slot);
 
-/* objects.c */
+/* ctx.c: a context closes or dies: everything it created goes */
+void ctx_destroy(struct vr_ctx *ctx);
+
+/* mr.c */
 /* Give back a batch of what ctx_destroy queued: MRs' pieces and allocations
  * (a context may die with millions of them: that is not one lock hold).  Big
  * lock held; true while more wait. */
@@ -54,6 +54,10 @@ bool mem_reap(struct urd_vrnic *vr, uint32_t max);
 struct vr_mr_prep;
 void mr_prepare(struct urd_vrnic *vr, const void *req, uint32_t req_len, struct vr_mr_prep **out);
 void mr_prep_free(struct vr_mr_prep *p);
+
+/* dispatch.c: one request of a slot's mailbox to its handler (verbs.h) */
+int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
+		  void *resp, uint32_t *resp_len);
 int ctrl_dispatch_prep(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
 		       void *resp, uint32_t *resp_len, struct vr_mr_prep *prep);
 /* The library gave up waiting for this request (it marked resp_seq): destroy
