@@ -13,7 +13,8 @@
 #                              starts, with two vRNICs of one tenant; env
 #                              UNIRDMA_DEVDIR is a directory of links to both.
 #                              t_opcodes also runs as `t_opcodes event` and
-#                              `t_opcodes noglobal`.
+#                              `t_opcodes noglobal`; each also runs as NAME:forward
+#                              over the forwarding data path (UNIRDMA_DATAPATH).
 #   build/tests/u_*            unit tests of one daemon part (tests/unit), no daemon
 #   tests/check-exports.sh     the library's exported symbols
 #   tests/check-license.sh     every source file's SPDX line, the licence texts
@@ -82,6 +83,9 @@ collect_tests() {
 		[ -f "$f" ] && [ -x "$f" ] || continue
 		name=$(basename "$f")
 		add_test "$name" c "$(printf '%q' "$f")"
+		# the same test over the forwarding data path (every data verb a
+		# request to the daemon: lib/fwd.c, daemon/fwd.c)
+		add_test "$name:forward" c "$(printf 'env UNIRDMA_DATAPATH=forward %q' "$f")"
 		if [ "$name" = t_opcodes ]; then
 			add_test "$name:event" c "$(printf '%q event' "$f")"
 			add_test "$name:noglobal" c "$(printf '%q noglobal' "$f")"
