@@ -252,6 +252,11 @@ cpu_args() { # cpu_args SERVER_VRNIC CLIENT_VRNIC
 	say "--cpu engine=$ENGINE_FD --cpu unirdmad=$DAEMON_FD --cpu ctrl_server=${CTRL_FD[$1]} --cpu ctrl_client=${CTRL_FD[$2]}"
 }
 
+# `unirdma exec` closes every inherited fd but those it is told to keep.
+keep_fds() { # keep_fds SERVER_VRNIC CLIENT_VRNIC
+	say "--keep-fd $ENGINE_FD --keep-fd $DAEMON_FD --keep-fd ${CTRL_FD[$1]} --keep-fd ${CTRL_FD[$2]}"
+}
+
 print_placement() {
 	local t f=$OUT/placement.txt
 	{
@@ -318,7 +323,7 @@ session() {
 	SERVER_PIDS+=("$spid")
 	# shellcheck disable=SC2046 # cpu_args is a word list
 	UNIRDMA_DATAPATH=$dp taskset -c "$CPU_CLIENT" timeout -k 5 "$T_SESSION" \
-		"$UNIRDMA" exec "$vc" -- "$URD_BENCH" client "$ip" -p "$port" "$@" $(cpu_args "$vs" "$vc") \
+		"$UNIRDMA" exec $(keep_fds "$vs" "$vc") "$vc" -- "$URD_BENCH" client "$ip" -p "$port" "$@" $(cpu_args "$vs" "$vc") \
 		>"$log.client" 2>"$log.client.err"
 	rc=$?
 	wait_gone "$spid" 10 || kill -TERM "$spid" 2>/dev/null
@@ -411,7 +416,8 @@ run_pairs() {
 					spids+=($!)
 					SERVER_PIDS+=($!)
 					# shellcheck disable=SC2046
-					taskset -c "$CPU_CLIENT" timeout -k 5 "$T_SESSION" "$UNIRDMA" exec "b$((2 * i + 1))" -- \
+					taskset -c "$CPU_CLIENT" timeout -k 5 "$T_SESSION" "$UNIRDMA" exec \
+						$(keep_fds "b$((2 * i))" "b$((2 * i + 1))") "b$((2 * i + 1))" -- \
 						"$URD_BENCH" client "$ip" -p "$port" -t write -m bw -s "$size" \
 						--warmup-ms "$WARM_MS" --ms "$WIN_MS" --start-at "$start" \
 						$(cpu_args "b$((2 * i))" "b$((2 * i + 1))") \

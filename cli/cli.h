@@ -107,6 +107,8 @@ int net_setup_inside(const char *ip, int prefix);
 int net_remove_bridges(const char *state_dir);
 
 /* container.c */
+#define CLI_KEEP_FDS_MAX 16
+
 struct container_spec {
 	const struct vrnic_info *vrnic;
 	const char *state_dir; /* resolved; hidden inside */
@@ -116,6 +118,10 @@ struct container_spec {
 	 * or writable; everything else of the host's tree is absent. */
 	char **ro, **rw;
 	size_t n_ro, n_rw;
+	/* Inherited fds PROGRAM keeps (--keep-fd), ascending; every other fd
+	 * above stderr is closed.  None is a directory (checked). */
+	int keep_fds[CLI_KEEP_FDS_MAX];
+	size_t n_keep_fds;
 };
 /* Runs argv in a fresh container; returns the exit code for the CLI. */
 int container_run(const struct container_spec *spec);

@@ -294,8 +294,48 @@ struct exec_opts {
 	bool no_container;
 	const char *pidfile;
 	struct pathlist ro, rw;
+	int keep_fds[CLI_KEEP_FDS_MAX];
+	size_t n_keep_fds;
 	int err;
 };
+
+/* --keep-fd N: an open fd that is no directory (a directory fd would be a way
+ * around the container's root), at most CLI_KEEP_FDS_MAX, kept ascending. */
+static int keep_fd_add(struct exec_opts *o, const char *arg)
+{
+	struct stat st;
+	char *end;
+	long fd;
+	size_t i;
+
+	errno = 0;
+	fd = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || fd < 3 || fd > INT_MAX) {
+		cli_err("exec: --keep-fd %s: not a file descriptor above 2", arg);
+		return CLI_EXIT_USAGE;
+	}
+	if (fstat((int)fd, &st) < 0) {
+		cli_err("exec: --keep-fd %ld: %s", fd, strerror(errno));
+		return CLI_EXIT_USAGE;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		cli_err("exec: --keep-fd %ld: a directory; only files, pipes and sockets may pass", fd);
+		return CLI_EXIT_USAGE;
+	}
+	if (o->n_keep_fds == CLI_KEEP_FDS_MAX) {
+		cli_err("exec: at most %d --keep-fd", CLI_KEEP_FDS_MAX);
+		return CLI_EXIT_USAGE;
+	}
+	for (i = o->n_keep_fds; i > 0 && o->keep_fds[i - 1] > fd; i--)
+		o->keep_fds[i] = o->keep_fds[i - 1];
+	if (i > 0 && o->keep_fds[i - 1] == fd) {        /* given twice: once is enough */
+		memmove(&o->keep_fds[i], &o->keep_fds[i + 1], (o->n_keep_fds - i) * sizeof(int));
+		return 0;
+	}
+	o->keep_fds[i] = (int)fd;
+	o->n_keep_fds++;
+	return 0;
+}
 
 static int exec_opt(int opt, const char *arg, void *ctx)
 {
@@ -309,6 +349,8 @@ static int exec_opt(int opt, const char *arg, void *ctx)
 		return pathlist_add(&o->ro, arg, "--ro", SYMLINK_REFUSE);
 	else if (opt == 'w')
 		return pathlist_add(&o->rw, arg, "--rw", SYMLINK_REFUSE);
+	else if (opt == 'k')
+		return keep_fd_add(o, arg);
 	else
 		return CLI_EXIT_USAGE;
 	return 0;
@@ -321,6 +363,7 @@ static int run_exec(const struct cli_cmd *cmd, int argc, char **argv)
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "ro", required_argument, NULL, 'r' },
 		{ "rw", required_argument, NULL, 'w' },
+		{ "keep-fd", required_argument, NULL, 'k' },
 		CLI_COMMON_LONGOPTS,
 	};
 	struct exec_opts o = { 0 };
@@ -357,8 +400,8 @@ static int run_exec(const struct cli_cmd *cmd, int argc, char **argv)
 		goto out;
 	}
 	if (o.no_container) {
-		if (o.pidfile || o.ro.n || o.rw.n) {
-			rc = cli_usage_error(cmd, "exec: --pidfile, --ro and --rw need a container");
+		if (o.pidfile || o.ro.n || o.rw.n || o.n_keep_fds) {
+			rc = cli_usage_error(cmd, "exec: --pidfile, --ro, --rw and --keep-fd need a container");
 			goto out;
 		}
 		rc = run_on_host(&vi, spec.argv);
@@ -381,6 +424,8 @@ static int run_exec(const struct cli_cmd *cmd, int argc, char **argv)
 	spec.n_ro = o.ro.n;
 	spec.rw = o.rw.v;
 	spec.n_rw = o.rw.n;
+	memcpy(spec.keep_fds, o.keep_fds, sizeof(spec.keep_fds));
+	spec.n_keep_fds = o.n_keep_fds;
 	unsetenv("UNIRDMA_STATE_DIR");
 	unsetenv("UNIRDMA_EXEC_RO");
 	unsetenv("UNIRDMA_EXEC_RW");
@@ -398,7 +443,7 @@ out:
 const struct cli_cmd cmd_exec = {
 	"exec", NULL, "run a program as a tenant of a vRNIC (in a container)",
 	"usage: unirdma exec [--no-container] [--pidfile FILE] [--ro PATH]... [--rw PATH]...\n"
-	"                    VRNIC [--] PROGRAM [ARGS...]\n"
+	"                    [--keep-fd N]... VRNIC [--] PROGRAM [ARGS...]\n"
 	"\n"
 	"Run PROGRAM as a tenant of the vRNIC VRNIC, like `ip netns exec`: unmodified\n"
 	"verbs programs (perftest, ibv_rc_pingpong, qperf, ...) load unirdma's\n"
@@ -439,6 +484,10 @@ const struct cli_cmd cmd_exec = {
 	"                   there as hostile; also $UNIRDMA_EXEC_RW). The daemon's\n"
 	"                   state directory is never shown; the working directory\n"
 	"                   carries over only where an exposed path shows it\n"
+	"  --keep-fd N      PROGRAM inherits the caller's fd N (not a directory);\n"
+	"                   every other fd above 2 is closed. What the fd reaches,\n"
+	"                   PROGRAM reaches: pass only what a tenant may use (bench/\n"
+	"                   passes /proc files of the daemon's threads this way)\n"
 	"\n"
 	"Exit codes: PROGRAM's (128+N if signal N killed it); 1, 2, 3 as for every\n"
 	"command; 125 container setup failed; 126 PROGRAM not executable; 127 PROGRAM\n"

@@ -653,6 +653,25 @@ static int init_loop(pid_t prog, const sigset_t *set)
 }
 
 /* Closes every fd >= first. */
+static int close_from(unsigned int first);
+
+/* Closes every fd above stderr but keep[0..n) (ascending). */
+static int close_except(const int *keep, size_t n)
+{
+	unsigned int lo = 3;
+
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned int)keep[i] > lo && syscall(SYS_close_range, lo, keep[i] - 1, 0) < 0) {
+			if (errno != ENOSYS)
+				return -errno;
+			for (unsigned int fd = lo; fd < (unsigned int)keep[i]; fd++)
+				close((int)fd);
+		}
+		lo = (unsigned int)keep[i] + 1;
+	}
+	return close_from(lo);
+}
+
 static int close_from(unsigned int first)
 {
 	DIR *d;
@@ -721,9 +740,10 @@ static int init_main(struct init_args *a)
 	 * before the fork, so that there is no window. PROGRAM's exec makes
 	 * PROGRAM itself dumpable again. */
 	prctl(PR_SET_DUMPABLE, 0);
-	/* Nothing of the caller's beyond stdio: an inherited fd of a host
-	 * directory (the state dir, say) is a way around the new root. */
-	if ((rc = close_from(3))) {
+	/* Nothing of the caller's beyond stdio and what it chose to pass: an
+	 * inherited fd of a host directory (the state dir, say) is a way around
+	 * the new root. */
+	if ((rc = close_except(spec->keep_fds, spec->n_keep_fds))) {
 		cli_err("exec: closing inherited file descriptors: %s", strerror(-rc));
 		return CLI_EXIT_SETUP;
 	}

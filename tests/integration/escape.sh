@@ -16,7 +16,8 @@
 #   pidfile_symlink  a symlink planted at the old predictable temporary name of
 #                    --pidfile is not written through
 #   inherited_fds    fds 3+ of the caller (a host directory, a file) do not
-#                    reach PROGRAM
+#                    reach PROGRAM; --keep-fd passes the one named (not a
+#                    directory: refused)
 #   symlink_paths    --rw/--ro on a path that a tenant made a symlink to a host
 #                    secret (at the end or in the middle) is refused; a path
 #                    inside a --rw path is refused
@@ -240,6 +241,24 @@ case_inherited_fds() {
 		bash -c "grep -q '^fds=' '$WORK/fds.out' && ! grep -qE '^fds=.*\\b(7|9)\\b' '$WORK/fds.out'"
 	check "nothing seen, read or planted through them" bash -c "! grep -qE '^(SEEN|READ|PLANTED)' '$WORK/fds.out'"
 	check "no planted file in the state dir" test ! -e "$STATE/planted"
+	say "+ the same with --keep-fd 9: PROGRAM reads fd 9, still has no fd 7"
+	(
+		exec 7<"$STATE" 9<"$WORK/fd9-file"
+		"$UNIRDMA" exec --keep-fd 9 vr0 -- bash -c '
+			echo "fds=$(ls /proc/$$/fd | sort -n | tr "\n" " ")"
+			cat <&9 | sed "s/^/READ fd 9: /"
+			true'
+	) >"$WORK/keep.out" 2>&1
+	sed 's/^/  | /' "$WORK/keep.out"
+	check "fd 9 passed and read" grep -q '^READ fd 9: canary' "$WORK/keep.out"
+	check "fd 7 still closed" bash -c "grep -q '^fds=' '$WORK/keep.out' && ! grep -qE '^fds=.*\\b7\\b' '$WORK/keep.out'"
+	say "+ --keep-fd 7 (a directory) is refused before PROGRAM runs"
+	(
+		exec 7<"$STATE"
+		"$UNIRDMA" exec --keep-fd 7 vr0 -- echo RAN
+	) >"$WORK/keepdir.out" 2>&1
+	sed 's/^/  | /' "$WORK/keepdir.out"
+	check "a directory fd is refused" bash -c "grep -q 'directory' '$WORK/keepdir.out' && ! grep -q RAN '$WORK/keepdir.out'"
 	checks_result
 }
 
