@@ -364,8 +364,8 @@ static void waitv_set(struct futex_waitv *w, uint32_t *word, uint32_t val)
  * when one changes.  It waits with the values the engine read before its
  * re-check of the doorbells, so no wake-up is lost: a poster that bumped a
  * word after that read either makes the waiter's futex_waitv return at once
- * or wakes it.  The list is the big lock's. */
-static struct futex_waitv waiter_list[WAITV_MAX - 1];
+ * or wakes it.  The list (d->eng.waiter_list, WAITV_MAX - 1 entries, made
+ * with the thread) is the big lock's. */
 
 static_assert(URD_MAX_VRNICS <= 2 * (WAITV_MAX - 1), "two futex_waitv lists hold every vRNIC");
 
@@ -390,7 +390,7 @@ static void *waiter_main(void *arg)
 		n = 0;
 		if (first || gen != seen) {     /* a list from a new engine sleep */
 			n = d->eng.waiter_n;
-			memcpy(w + 1, waiter_list, n * sizeof(w[0]));
+			memcpy(w + 1, d->eng.waiter_list, n * sizeof(w[0]));
 			seen = gen;
 			first = false;
 		}
@@ -448,13 +448,15 @@ static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 	if (next_timer <= now)
 		abort_sleep = true;
 	if (!abort_sleep && nover) {
-		if (!d->eng.waiter_started &&
+		if (!d->eng.waiter_list)
+			d->eng.waiter_list = calloc(WAITV_MAX - 1, sizeof(*d->eng.waiter_list));
+		if (!d->eng.waiter_started && d->eng.waiter_list &&
 		    !pthread_create(&d->eng.waiter, NULL, waiter_main, d))
 			d->eng.waiter_started = true;
 		if (!d->eng.waiter_started) {
 			poll_only = true;       /* no thread: poll the vRNICs it would watch */
 		} else {
-			memcpy(waiter_list, over, nover * sizeof(over[0]));
+			memcpy(d->eng.waiter_list, over, nover * sizeof(over[0]));
 			d->eng.waiter_n = nover;
 			urd_fetch_add(&d->eng.waiter_kick, 1);
 			urd_futex_wake_all(&d->eng.waiter_kick);
@@ -542,4 +544,6 @@ void engine_stop(struct urd_daemon *d)
 		pthread_join(d->eng.waiter, NULL);
 		d->eng.waiter_started = false;
 	}
+	free(d->eng.waiter_list);
+	d->eng.waiter_list = NULL;
 }

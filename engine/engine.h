@@ -25,6 +25,7 @@ struct urd_daemon;
 struct urd_vrnic;
 struct vr_qp;
 struct engine_xfer;
+struct futex_waitv;
 
 /* Why a QP's send queue is parked on the timer list. */
 enum engine_wait { QP_WAIT_NONE = 0, QP_WAIT_RNR, QP_WAIT_RETRY, QP_WAIT_QOS };
@@ -69,6 +70,7 @@ struct engine {
 	bool waiter_started;
 	uint32_t waiter_kick;           /* the waiter's private futex word */
 	uint32_t waiter_n;              /* words the engine handed it, under the big lock */
+	struct futex_waitv *waiter_list;        /* those words (engine.c) */
 };
 
 /* The engine thread (engine.c). */
