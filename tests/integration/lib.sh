@@ -311,11 +311,24 @@ run_pair() {
 	# In the background so that a signal to this shell interrupts `wait` and
 	# cleanup stops the client too (timeout runs it in a process group of its own).
 	# shellcheck disable=SC2086
-	timeout -k 5 "$CLIENT_TIMEOUT" "$UNIRDMA" exec "$VR_B" -- $LINEBUF $ccmd >"$PAIR_CLIENT_OUT" 2>&1 &
+	# A client that hangs is looked at (stacks of both sides) before it is
+	# stopped; timeout is only the backstop.
+	timeout -k 5 "$((CLIENT_TIMEOUT + 60))" "$UNIRDMA" exec --pidfile "$pidf.client" "$VR_B" -- \
+		$LINEBUF $ccmd >"$PAIR_CLIENT_OUT" 2>&1 &
 	cpid=$!
 	SERVER_PIDS+=("$cpid")
-	wait "$cpid"
-	crc=$?
+	if ! wait_for_exit "$cpid" "$CLIENT_TIMEOUT"; then
+		say "client still running after ${CLIENT_TIMEOUT}s; where the client is:"
+		hang_report "$(cat "$pidf.client" 2>/dev/null)"
+		say "and the server:"
+		hang_report "$(cat "$pidf" 2>/dev/null)"
+		kill -TERM "$cpid" 2>/dev/null
+		wait "$cpid"
+		crc=124
+	else
+		wait "$cpid"
+		crc=$?
+	fi
 
 	if [ "$persistent" = 1 ]; then
 		kill -TERM "$spid" 2>/dev/null
