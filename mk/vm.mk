@@ -10,7 +10,7 @@ VM_TOOL := $(BUILD)/vm/urd_vmtool
 
 $(VM_TOOL): tests/vm/urd_vmtool.c $(LIBIBVERBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) \
+	$(CC) $(CFLAGS) $(INC_TEST) -o $@ $< $(LDFLAGS) \
 		-L$(BUILD)/lib -l:libibverbs.so.1 -Wl,-rpath-link,$(BUILD)/lib -lpthread
 
 all: $(VM_TOOL)
