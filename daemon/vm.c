@@ -18,7 +18,7 @@
  *   the bounds check.  The MR's segment table then works for the engine as
  *   for any MR.  MEM_ALLOC and MEM_FREE are refused.  The segments must be
  *   page-granular and not share a page; contiguous ones are merged; the
- *   pages count against max_mem_bytes (objects.c vm_segments, which runs
+ *   pages count against max_mem_bytes (mr.c vm_segments, which runs
  *   without the big lock).
  * - Liveness: a guest process claims a slot by a compare-and-swap of the
  *   slot's vm_owner word and keeps its heartbeat word ticking (its event
@@ -224,7 +224,7 @@ int vm_translate(struct urd_vrnic *vr, uint64_t gpa, uint64_t len, uint8_t **ptr
 /* URD_REG_MR_INDIRECT: the MR's segment table lies in guest RAM, in the
  * pieces the request lists.  Copy it out (the guest may rewrite it while we
  * look) into *table; its entries are validated by REG_MR like any segment.
- * Runs without the big lock (objects.c mr_prepare).  The copy (up to 16 MiB)
+ * Runs without the big lock (mr.c mr_prepare).  The copy (up to 16 MiB)
  * is mmapped so that it goes back to the system when freed: the daemon's RSS
  * must not keep what a tenant made it copy once. */
 int vm_copy_seg_table(struct urd_vrnic *vr, const struct urd_mr_seg *pieces, uint32_t npieces,

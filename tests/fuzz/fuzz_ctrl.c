@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* fuzz_ctrl: libFuzzer target for the control-request decoder (ctrl_dispatch
- * and every handler in daemon/objects.c), with the tenant scribbling on its
+ * and every handler in daemon/{pd,mr,cq,srq,qp,ctx}.c), with the tenant scribbling on its
  * region between requests.
  *
  * Each input starts with three open contexts (vr0 slots 0 and 1, vr1 slot 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* u_alloc: the byte-extent allocator of the ring arena and memory window
- * (daemon/alloc.c), linked on its own.
+ * (core/alloc.c), linked on its own.
  *
  * 1. Random gets and puts against a page bitmap model: no two allocations
  *    overlap, first fit hands out the lowest free run, `used` is exact, and
