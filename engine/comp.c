@@ -1,14 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Completer: writes CQEs, raises completion events for armed CQs, and turns a
+/* Completer: the one place that writes CQEs and moves a QP to the error state,
+ * for the requester and the responder alike (as rxe's do_complete() and
+ * rxe_cq_post() are).  It raises completion events for armed CQs and turns a
  * CQ overrun into IBV_EVENT_CQ_ERR (the QP that overran it gets
- * IBV_EVENT_QP_FATAL and goes to the error state, as on real RNICs). */
+ * IBV_EVENT_QP_FATAL and goes to the error state, as on real RNICs).
+ *
+ *   complete_send     the WQE at the head of a send queue
+ *   complete_recv     a receive WQE (of an RQ or an SRQ)
+ *   flush_recv_queue  a QP in the error state: its receive WQEs, flushed
+ *   qp_fail           the QP goes to the error state, counted, with its event
+ * All of them post through post_cqe().
+ */
 #include <errno.h>
 #include <string.h>
 
 #include "internal.h"
 #include "unirdma/barrier.h"
 
-int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
+static int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
 {
 	struct vr_ring *r = &cq->ring;
 	uint32_t cons, arm;
@@ -48,15 +57,37 @@ int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
 	return 0;
 }
 
-static void push_or_fatal(struct vr_qp *qp, struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
+/* Moves qp to the error state (IB spec 10.3.1).  A failed WQE reports itself
+ * in its CQE; the responder's class C errors (C9-96) are counted like it, and
+ * a remote access error raises IBV_EVENT_QP_ACCESS_ERR too; a QP that cannot
+ * go on (its CQ overran, its ring is broken) raises IBV_EVENT_QP_FATAL.  The
+ * requester and the responder flush what is posted on the next steps. */
+void qp_fail(struct vr_qp *qp, enum qp_fail_reason why)
 {
-	if (cq_push(cq, cqe, solicited) && qp->state != IBV_QPS_ERR)
-		engine_qp_error(qp, true);
+	bool was = qp->state == IBV_QPS_ERR;
+
+	if (why != QP_FAIL_FATAL)
+		CNT_BOTH(qp, errors, 1);
+	engine_qp_error(qp, why == QP_FAIL_FATAL);
+	if (why == QP_FAIL_ACCESS && !was)
+		ctx_post_async(qp->obj.ctx, IBV_EVENT_QP_ACCESS_ERR, URD_OBJ_QP, qp->obj.handle);
+}
+
+/* Posts cqe, a completion of one of qp's WQEs, to cq: the only call of
+ * cq_push.  A CQ overrun fails the QP (it cannot report its work any more);
+ * a QP in the error state is only flushing, and stays as it is. */
+static inline int post_cqe(struct vr_qp *qp, struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
+{
+	int ret = cq_push(cq, cqe, solicited);
+
+	if (ret && qp->state != IBV_QPS_ERR)
+		qp_fail(qp, QP_FAIL_FATAL);
+	return ret;
 }
 
 /* Completion of the WQE at the head of the send queue.  Successful unsignaled
  * WQEs produce nothing; errors and flushes always complete (IB spec 10.8.3). */
-void comp_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st)
+void complete_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st)
 {
 	struct urd_cqe c;
 	bool signaled = qp->sq_sig_all || (wqe->flags & URD_WQE_SIGNALED);
@@ -82,14 +113,44 @@ void comp_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_sta
 	} else {
 		c.vendor_err = st;
 	}
-	push_or_fatal(qp, qp->scq, &c, false);
+	post_cqe(qp, qp->scq, &c, false);
+}
+
+/* Completion of a receive WQE (wr_id) for the message pkt brought.  A SEND
+ * marked solicited wakes a CQ armed for solicited events (IB spec 11.4.2.2). */
+void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
+		   uint32_t byte_len, const struct packet *pkt)
+{
+	const struct urd_send_wqe *w = pkt->wqe;
+	struct urd_cqe c;
+	bool solicited = (w->flags & URD_WQE_SOLICITED) != 0;
+
+	memset(&c, 0, sizeof(c));
+	c.wr_id = wr_id;
+	c.status = st;
+	c.opcode = opcode;
+	c.qp_num = qp->qpn;
+	if (st == IBV_WC_SUCCESS) {
+		c.byte_len = byte_len;
+		c.src_qp = pkt->src->qpn;
+		c.sl = w->sl;
+		if (pkt->op->flags & OPF_IMM) {
+			c.imm_data = w->imm_data;
+			c.wc_flags |= IBV_WC_WITH_IMM;
+		}
+		if (qp->type == IBV_QPT_UD)
+			c.wc_flags |= IBV_WC_GRH;
+	} else {
+		c.vendor_err = st;
+	}
+	post_cqe(qp, qp->rcq, &c, solicited);
 }
 
 /* Flush the receive queue of a QP in the error state (not its SRQ), and the
  * receive WQE a SEND in pieces consumed.  At most *budget WQEs (lowered by
  * what it flushed): the tenant writes prod, and may keep moving it.  Returns
  * true if WQEs are left for the next call. */
-bool comp_recv_flush(struct vr_qp *qp, uint32_t *budget)
+bool flush_recv_queue(struct vr_qp *qp, uint32_t *budget)
 {
 	struct vr_ring *r = &qp->rq;
 	uint32_t prod;
@@ -104,7 +165,7 @@ bool comp_recv_flush(struct vr_qp *qp, uint32_t *budget)
 		c.opcode = IBV_WC_RECV;
 		c.qp_num = qp->qpn;
 		qp->eng.xfer->rx = false;
-		cq_push(qp->rcq, &c, false);
+		post_cqe(qp, qp->rcq, &c, false);
 	}
 	if (!r->bytes)
 		return false;
@@ -126,17 +187,8 @@ bool comp_recv_flush(struct vr_qp *qp, uint32_t *budget)
 		c.qp_num = qp->qpn;
 		r->head++;
 		urd_store_release(&r->hdr->cons, r->head);     /* slot free before its CQE */
-		if (cq_push(qp->rcq, &c, false))
+		if (post_cqe(qp, qp->rcq, &c, false))
 			break;
 	}
 	return false;
-}
-
-/* The head WQE failed: complete it with st and move the QP to error; the rest
- * of the queue is flushed by the requester on its next pass. */
-void comp_fatal(struct vr_qp *qp, enum ibv_wc_status st)
-{
-	CNT_BOTH(qp, errors, 1);
-	engine_qp_error(qp, false);
-	(void)st;
 }

@@ -335,7 +335,8 @@ bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer)
 			d->eng.defer_tail = qp;
 			continue;
 		}
-		if (req_process(qp, now, QP_BUDGET, &bytes))
+		if (qp->state == IBV_QPS_ERR ? flush_process(qp, QP_BUDGET, &bytes) :
+		    req_process(qp, now, QP_BUDGET, &bytes))
 			engine_activate(qp);
 		else if (qp->eng.wait != QP_WAIT_NONE && qp->eng.wait_until_ns < *next_timer)
 			*next_timer = qp->eng.wait_until_ns;

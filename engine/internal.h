@@ -124,15 +124,25 @@ struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe);
 /* resp.c */
 enum resp_result resp_handle(struct vr_qp *dst, struct packet *pkt);
 
-/* comp.c */
-int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited);
-void comp_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st);
-bool comp_recv_flush(struct vr_qp *qp, uint32_t *budget);
-void comp_fatal(struct vr_qp *qp, enum ibv_wc_status st);
+/* comp.c: the only code that posts a CQE or moves a QP to the error state */
+enum qp_fail_reason {
+	QP_FAIL_WQE,                    /* a WQE failed (its CQE says how); counted */
+	QP_FAIL_REQUEST,                /* responder, class C: invalid request or operation; counted */
+	QP_FAIL_ACCESS,                 /* responder, class C: remote access; counted, IBV_EVENT_QP_ACCESS_ERR */
+	QP_FAIL_FATAL,                  /* CQ overrun, broken ring: IBV_EVENT_QP_FATAL */
+};
+void complete_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st);
+void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
+		   uint32_t byte_len, const struct packet *pkt);
+bool flush_recv_queue(struct vr_qp *qp, uint32_t *budget);
+void qp_fail(struct vr_qp *qp, enum qp_fail_reason why);
 
-/* req.c: runs up to budget WQEs and about *bytes bytes (lowered by what it
- * did); true if work is left */
+/* req.c: the engine's two steps for a QP.  Each runs up to budget WQEs and
+ * about *bytes bytes (lowered by what it did); true if work is left.
+ *   req_process    a QP not in the error state: executes its send queue;
+ *   flush_process  a QP in the error state: flushes its queues. */
 bool req_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes);
+bool flush_process(struct vr_qp *qp, uint32_t budget, int64_t *bytes);
 
 /* Counters: every event counts on the QP and on its vRNIC. */
 #define CNT_BOTH(qp, field, n) do { (qp)->cnt.field += (n); (qp)->vr->cnt.field += (n); } while (0)

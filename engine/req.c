@@ -8,9 +8,12 @@
  *   other NAKs  -> the matching remote error, QP to the error state.
  * A WQE waiting for a timer stalls the queue behind it, as on the wire.
  */
+#include <assert.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "internal.h"
+#include "log.h"
 #include "unirdma/barrier.h"
 
 #define UD_MTU 4096u
@@ -40,7 +43,79 @@ static uint64_t transport_delay_ns(uint32_t timeout)
 	return 4096ull << timeout;
 }
 
-enum exec_result { EXEC_DONE, EXEC_WAIT, EXEC_MORE /* a piece done, the WQE goes on */ };
+/* The steps of one WQE, as rxe_comp.c names its states: each handler does
+ * one thing and returns the next step, which always comes later in this
+ * list (execute() relies on it).  The last three end the WQE's turn.  IB
+ * spec sections are cited in the handlers. */
+enum req_state {
+	REQST_CHECK_OPCODE,     /* a known opcode, allowed on this QP type */
+	REQST_GATHER,           /* the local SGEs or inline data: keys, bounds, access */
+	REQST_CHECK_LENGTH,     /* the message's length rules */
+	REQST_ADMIT,            /* the vRNIC's rate limiter lets it go now */
+	REQST_PIECE,            /* a long message: the piece to move now */
+	REQST_ROUTE,            /* the destination QP, if any */
+	REQST_DELIVER,          /* hand the packet to the responder */
+	REQST_CHECK_UD,         /* UD is unreliable: whatever the answer, it was sent */
+	REQST_ARM_RETRY,        /* fresh retry counts for a new head WQE */
+	REQST_CHECK_ANSWER,     /* the responder's ACK or NAK decides */
+	REQST_RESTART,          /* the responder lost the message: send it again */
+	REQST_NEXT_PIECE,       /* a piece was acknowledged: the next one later */
+	REQST_COMPLETE,         /* acknowledged: free the slot, write the CQE */
+	REQST_RNR_RETRY,        /* RNR NAK: wait for the responder's RNR timer */
+	REQST_RETRY,            /* no answer: wait for the transport timer */
+	REQST_ERROR,            /* the WQE failed: complete it, QP to error */
+	/* the WQE's turn ends: */
+	REQST_DONE,             /* it completed (or failed): on to the next */
+	REQST_WAIT,             /* a timer or the rate limiter holds the queue */
+	REQST_MORE,             /* a piece moved: the next one in the next step */
+};
+
+static const char *const req_state_name[] = {
+	[REQST_CHECK_OPCODE] = "check opcode",
+	[REQST_GATHER] = "gather",
+	[REQST_CHECK_LENGTH] = "check length",
+	[REQST_ADMIT] = "admit",
+	[REQST_PIECE] = "piece",
+	[REQST_ROUTE] = "route",
+	[REQST_DELIVER] = "deliver",
+	[REQST_CHECK_UD] = "check ud",
+	[REQST_ARM_RETRY] = "arm retry",
+	[REQST_CHECK_ANSWER] = "check answer",
+	[REQST_RESTART] = "restart",
+	[REQST_NEXT_PIECE] = "next piece",
+	[REQST_COMPLETE] = "complete",
+	[REQST_RNR_RETRY] = "rnr retry",
+	[REQST_RETRY] = "retry",
+	[REQST_ERROR] = "error",
+	[REQST_DONE] = "done",
+	[REQST_WAIT] = "wait",
+	[REQST_MORE] = "more",
+};
+
+static_assert(sizeof(req_state_name) / sizeof(req_state_name[0]) == REQST_MORE + 1, "a name for every step");
+
+/* What the steps of one WQE share.  It lives on execute()'s stack and every
+ * handler is inlined, so the compiler keeps most of it in registers. */
+struct req_wqe {
+	struct vr_qp *qp;
+	const struct urd_send_wqe *w;   /* the WQE copied out of the region, or its saved copy */
+	const struct opcode_info *op;
+	struct engine_xfer *x;          /* the message in pieces, or NULL */
+	struct vr_qp *dst;
+	struct vsge *local;             /* the gather (or scatter) list */
+	struct packet *pkt;
+	int64_t *bytes;                 /* the QP's step budget */
+	uint64_t now;
+	uint64_t len;                   /* the message */
+	uint64_t off;                   /* this piece's offset in it */
+	uint32_t slot_bytes;
+	uint32_t n;                     /* entries of local */
+	uint32_t first;                 /* this piece's first entry of local */
+	uint32_t piece;                 /* this piece's length (len, unless in pieces) */
+	bool resume;                    /* the message is in pieces, and not at its start */
+	enum resp_result res;
+	enum ibv_wc_status st;          /* REQST_ERROR: the WQE's status */
+};
 
 /* The WQE at the head no longer moves in pieces. */
 static void xfer_end(struct vr_qp *qp)
@@ -59,40 +134,40 @@ static void sq_advance(struct vr_ring *sq)
 	urd_store_release(&sq->hdr->cons, sq->head);
 }
 
-static enum exec_result fail(struct vr_qp *qp, const struct urd_send_wqe *w, enum ibv_wc_status st)
+static inline enum req_state req_fail(struct req_wqe *c, enum ibv_wc_status st)
 {
-	xfer_end(qp);
-	sq_advance(&qp->sq);
-	comp_send(qp, w, st);
-	comp_fatal(qp, st);
-	return EXEC_DONE;
+	c->st = st;
+	return REQST_ERROR;
 }
 
-/* Runs the WQE w (the head of the SQ), or its next piece when it is longer
- * than ENGINE_PIECE: the first piece saves the WQE in qp->eng.xfer, and the
- * following ones run from that copy.  *bytes is lowered by what moved. */
-static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, uint32_t slot_bytes,
-				uint64_t now, int64_t *bytes)
+static inline enum req_state req_check_opcode(struct req_wqe *c)
 {
-	struct vsge local[ENGINE_MAX_SGE];
-	struct packet pkt;
-	const struct opcode_info *op;
-	struct vr_qp *dst;
-	struct engine_xfer *x = NULL;
-	enum resp_result res;
-	uint64_t len = 0, off = 0;
-	uint32_t n = 0, piece, first;
-	bool resume = qp->eng.xfer && qp->eng.xfer->tx;
+	const struct urd_send_wqe *w = c->w;
 
 	if (w->opcode >= URD_WR_NUM_OPCODES)
-		return fail(qp, w, IBV_WC_LOC_QP_OP_ERR);
-	op = &urd_opcodes[w->opcode];
-	if ((op->flags & OPF_RC_ONLY) && qp->type != IBV_QPT_RC)
-		return fail(qp, w, IBV_WC_LOC_QP_OP_ERR);
+		return req_fail(c, IBV_WC_LOC_QP_OP_ERR);
+	c->op = &urd_opcodes[w->opcode];
+	if ((c->op->flags & OPF_RC_ONLY) && c->qp->type != IBV_QPT_RC)
+		return req_fail(c, IBV_WC_LOC_QP_OP_ERR);
+	return REQST_GATHER;
+}
+
+/* The local side (IB spec 10.7.2): inline data from the WQE itself, or each
+ * non-empty SGE checked against its MR (lkey, bounds, local write access
+ * where the engine writes into it). */
+static inline enum req_state req_gather(struct req_wqe *c)
+{
+	struct vr_qp *qp = c->qp;
+	const struct urd_send_wqe *w = c->w;
+	const struct opcode_info *op = c->op;
+	struct vsge *local = c->local;
+	uint32_t slot_bytes = c->slot_bytes;
+	uint64_t len = 0;
+	uint32_t n = 0;
 
 	if ((w->flags & URD_WQE_INLINE) && !(op->flags & OPF_LOCAL_WR)) {
 		if (w->inline_len > qp->cap.max_inline_data || w->inline_len > slot_bytes - URD_SEND_WQE_HDR)
-			return fail(qp, w, IBV_WC_LOC_LEN_ERR);
+			return req_fail(c, IBV_WC_LOC_LEN_ERR);
 		local[0] = (struct vsge){ .mr = NULL, .off = 0, .len = w->inline_len,
 					  .flat = (uint8_t *)(w + 1) };
 		n = 1;
@@ -102,125 +177,297 @@ static enum exec_result execute(struct vr_qp *qp, const struct urd_send_wqe *w, 
 
 		if (w->num_sge > qp->cap.max_send_sge ||
 		    w->num_sge * sizeof(struct urd_sge) > slot_bytes - URD_SEND_WQE_HDR)
-			return fail(qp, w, IBV_WC_LOC_LEN_ERR);
+			return req_fail(c, IBV_WC_LOC_LEN_ERR);
 		for (uint32_t i = 0; i < w->num_sge; i++) {
 			if (!sg[i].length)
 				continue;
 			if (mr_check_local(qp->vr, qp->pd, &sg[i],
 					   (op->flags & OPF_LOCAL_WR) ? IBV_ACCESS_LOCAL_WRITE : 0, &local[n]))
-				return fail(qp, w, IBV_WC_LOC_PROT_ERR);
+				return req_fail(c, IBV_WC_LOC_PROT_ERR);
 			len += sg[i].length;
 			n++;
 		}
 	}
-	if (len > URD_MAX_MSG || ((op->flags & OPF_ATOMIC) && len != 8) ||
+	c->n = n;
+	c->len = len;
+	return REQST_CHECK_LENGTH;
+}
+
+/* At most 2^31 bytes (IB spec 9.4.3 / URD_MAX_MSG), 8 for an atomic, one MTU
+ * for a UD datagram. */
+static inline enum req_state req_check_length(struct req_wqe *c)
+{
+	struct vr_qp *qp = c->qp;
+	uint64_t len = c->len;
+
+	if (len > URD_MAX_MSG || ((c->op->flags & OPF_ATOMIC) && len != 8) ||
 	    (qp->type == IBV_QPT_UD && len > UD_MTU))
-		return fail(qp, w, IBV_WC_LOC_LEN_ERR);
-
-	if (__builtin_expect(resume, 0) && len <= ENGINE_PIECE) {
+		return req_fail(c, IBV_WC_LOC_LEN_ERR);
+	if (__builtin_expect(c->resume, 0) && len <= ENGINE_PIECE) {
 		xfer_end(qp);           /* cannot happen (the saved copy is long), but never trust it */
-		resume = false;
+		c->resume = false;
 	}
-	/* The rate limiter decides when work runs: a tenant cannot bypass it. */
-	if ((qp->vr->qos.rate_bytes || qp->vr->qos.rate_ops) && !resume &&
-	    !(qp->eng.retry_armed && qp->eng.retry_head == qp->sq.head)) {   /* retries were admitted */
-		uint64_t until;
+	c->piece = (uint32_t)len;       /* the whole message, unless it moves in pieces */
+	return REQST_ADMIT;
+}
 
-		if (!qos_admit(qp->vr, len, now, &until)) {
+/* The rate limiter decides when work runs: a tenant cannot bypass it.  A
+ * message is admitted once, at its first piece; its retries were admitted
+ * with it. */
+static inline enum req_state req_admit(struct req_wqe *c)
+{
+	struct vr_qp *qp = c->qp;
+
+	if ((qp->vr->qos.rate_bytes || qp->vr->qos.rate_ops) && !c->resume &&
+	    !(qp->eng.retry_armed && qp->eng.retry_head == qp->sq.head)) {
+		uint64_t until, now = c->now;
+
+		if (!qos_admit(qp->vr, c->len, now, &until)) {
 			CNT_BOTH(qp, qos_delays, 1);
 			CNT_BOTH(qp, qos_delay_ns, until - now);
 			engine_wait(qp, QP_WAIT_QOS, until);
-			return EXEC_WAIT;
+			return REQST_WAIT;
 		}
 	}
-	piece = (uint32_t)len;
-	if (__builtin_expect(len > ENGINE_PIECE, 0)) {  /* RC only: UD and atomics are short */
-		if (resume) {
-			x = qp->eng.xfer;
-			off = x->tx_done;
-		} else {
-			x = engine_xfer_get(qp);
-			if (!x)
-				return fail(qp, w, IBV_WC_LOC_QP_OP_ERR);
-			memcpy(x->wqe, w, slot_bytes);
-			w = (const struct urd_send_wqe *)x->wqe;
-			x->tx = true;
-			x->tx_head = qp->sq.head;
-			x->tx_token = ++qp->vr->d->eng.xfer_token;
-			x->tx_done = 0;
-		}
-		if (len - off < piece)
-			piece = (uint32_t)(len - off);
-		if (piece > ENGINE_PIECE)
-			piece = ENGINE_PIECE;
-	}
-	first = off ? vsge_advance(local, n, off) : 0;
-	dst = qp->type == IBV_QPT_RC ? route_rc(qp) : route_ud(qp, w);
-	memset(&pkt, 0, sizeof(pkt));
-	pkt.src = qp;
-	pkt.wqe = w;
-	pkt.op = op;
-	pkt.local = local + first;
-	pkt.nlocal = n - first;
-	pkt.len = piece;
-	pkt.total = (uint32_t)len;
-	pkt.off = off;
-	pkt.token = x ? x->tx_token : 0;
-	res = dst ? resp_handle(dst, &pkt) : RESP_SILENT;
-	*bytes -= piece;
+	if (__builtin_expect(c->len > ENGINE_PIECE, 0))
+		return REQST_PIECE;     /* RC only: UD and atomics are short */
+	return REQST_ROUTE;
+}
 
-	if (qp->type == IBV_QPT_UD)
-		res = RESP_ACK;         /* unreliable: the sender completes either way */
+/* A message longer than ENGINE_PIECE moves one piece per step: the first
+ * piece saves the WQE in qp->eng.xfer, and the following ones run from that copy
+ * (the tenant may rewrite the slot meanwhile). */
+static inline enum req_state req_piece(struct req_wqe *c)
+{
+	struct vr_qp *qp = c->qp;
+	struct engine_xfer *x;
+	uint64_t len = c->len, off = 0;
+	uint32_t piece = c->piece;
+
+	if (c->resume) {
+		x = qp->eng.xfer;
+		off = x->tx_done;
+	} else {
+		x = engine_xfer_get(qp);
+		if (!x)
+			return req_fail(c, IBV_WC_LOC_QP_OP_ERR);
+		memcpy(x->wqe, c->w, c->slot_bytes);
+		c->w = (const struct urd_send_wqe *)x->wqe;
+		x->tx = true;
+		x->tx_head = qp->sq.head;
+		x->tx_token = ++qp->vr->d->eng.xfer_token;
+		x->tx_done = 0;
+	}
+	if (len - off < piece)
+		piece = (uint32_t)(len - off);
+	if (piece > ENGINE_PIECE)
+		piece = ENGINE_PIECE;
+	c->x = x;
+	c->off = off;
+	c->piece = piece;
+	c->first = off ? vsge_advance(c->local, c->n, off) : 0;
+	return REQST_ROUTE;
+}
+
+static inline enum req_state req_route(struct req_wqe *c)
+{
+	struct vr_qp *qp = c->qp;
+
+	c->dst = qp->type == IBV_QPT_RC ? route_rc(qp) : route_ud(qp, c->w);
+	return REQST_DELIVER;
+}
+
+/* The packet goes to the responder, if there is one: a QP that nobody
+ * answers (unreachable, other tenant) sees silence, as on a wire.  The piece
+ * counts against the step's budget either way. */
+static inline enum req_state req_deliver(struct req_wqe *c)
+{
+	struct packet *pkt = c->pkt;
+
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->src = c->qp;
+	pkt->wqe = c->w;
+	pkt->op = c->op;
+	pkt->local = c->local + c->first;
+	pkt->nlocal = c->n - c->first;
+	pkt->len = c->piece;
+	pkt->total = (uint32_t)c->len;
+	pkt->off = c->off;
+	pkt->token = c->x ? c->x->tx_token : 0;
+	c->res = c->dst ? resp_handle(c->dst, pkt) : RESP_SILENT;
+	*c->bytes -= c->piece;
+	return REQST_CHECK_UD;
+}
+
+static inline enum req_state req_check_ud(struct req_wqe *c)
+{
+	if (c->qp->type == IBV_QPT_UD)
+		c->res = RESP_ACK;      /* unreliable: the sender completes either way */
+	return REQST_ARM_RETRY;
+}
+
+/* The retry counts belong to the WQE at the head: a new head gets fresh
+ * ones, a retried WQE keeps what it has left. */
+static inline enum req_state req_arm_retry(struct req_wqe *c)
+{
+	struct vr_qp *qp = c->qp;
+
 	if (!qp->eng.retry_armed || qp->eng.retry_head != qp->sq.head) {
 		qp->eng.retry_armed = true;
 		qp->eng.retry_head = qp->sq.head;
 		qp->eng.rnr_left = qp->attr.rnr_retry;
 		qp->eng.retry_left = qp->attr.retry_cnt;
 	}
-	switch (res) {
-	case RESP_RESTART:
-		x->tx_done = 0;          /* the responder lost the message: send it again */
-		return EXEC_MORE;
-	case RESP_ACK:
-		if (x) {
-			if (off + piece < len) {
-				x->tx_done = off + piece;
-				qp->eng.retry_armed = false;        /* progress: fresh retry counts */
-				return EXEC_MORE;
-			}
-			x->tx = false;
-		}
-		if (op->flags & OPF_ATOMIC) {
-			struct vsge r = { .mr = NULL, .off = 0, .len = 8, .flat = (uint8_t *)&pkt.atomic_orig };
+	return REQST_CHECK_ANSWER;
+}
 
-			sg_copy(&qp->vr->d->eng, local, n, &r, 1, 8);
-		}
-		qp->eng.retry_armed = false;
-		count_tx(qp, w->opcode, len);
-		sq_advance(&qp->sq);
-		comp_send(qp, w, IBV_WC_SUCCESS);
-		return EXEC_DONE;
+/* IB spec 9.7.5.2: ACK, RNR NAK, NAK codes; silence means retry. */
+static inline enum req_state req_check_answer(struct req_wqe *c)
+{
+	switch (c->res) {
+	case RESP_RESTART:
+		return REQST_RESTART;
+	case RESP_ACK:
+		if (c->x && c->off + c->piece < c->len)
+			return REQST_NEXT_PIECE;
+		return REQST_COMPLETE;
 	case RESP_RNR:
-		if (qp->eng.rnr_left == 7 || qp->eng.rnr_left-- > 0) {
-			engine_wait(qp, QP_WAIT_RNR, now + rnr_delay_ns(pkt.rnr_timer));
-			return EXEC_WAIT;
-		}
-		return fail(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
+		return REQST_RNR_RETRY;
 	case RESP_SILENT:
-		if (qp->eng.retry_left-- > 0) {
-			CNT_BOTH(qp, retries, 1);
-			engine_wait(qp, QP_WAIT_RETRY, now + transport_delay_ns(qp->attr.timeout));
-			return EXEC_WAIT;
-		}
-		return fail(qp, w, IBV_WC_RETRY_EXC_ERR);
+		return REQST_RETRY;
 	case RESP_NAK_INV_REQ:
-		return fail(qp, w, IBV_WC_REM_INV_REQ_ERR);
+		return req_fail(c, IBV_WC_REM_INV_REQ_ERR);
 	case RESP_NAK_ACCESS:
-		return fail(qp, w, IBV_WC_REM_ACCESS_ERR);
+		return req_fail(c, IBV_WC_REM_ACCESS_ERR);
 	case RESP_NAK_OP:
 	default:
-		return fail(qp, w, IBV_WC_REM_OP_ERR);
+		return req_fail(c, IBV_WC_REM_OP_ERR);
 	}
+}
+
+static inline enum req_state req_restart(struct req_wqe *c)
+{
+	c->x->tx_done = 0;      /* from its first piece, in the next step */
+	return REQST_MORE;
+}
+
+static inline enum req_state req_next_piece(struct req_wqe *c)
+{
+	c->x->tx_done = c->off + c->piece;
+	c->qp->eng.retry_armed = false;     /* progress: fresh retry counts */
+	return REQST_MORE;
+}
+
+/* The last (or only) piece was acknowledged: an atomic's original value
+ * lands in the local buffer, the slot is freed, then the CQE is written. */
+static inline enum req_state req_complete(struct req_wqe *c)
+{
+	struct vr_qp *qp = c->qp;
+
+	if (c->x)
+		c->x->tx = false;
+	if (c->op->flags & OPF_ATOMIC) {
+		struct vsge r = { .mr = NULL, .off = 0, .len = 8, .flat = (uint8_t *)&c->pkt->atomic_orig };
+
+		sg_copy(&qp->vr->d->eng, c->local, c->n, &r, 1, 8);
+	}
+	qp->eng.retry_armed = false;
+	count_tx(qp, c->w->opcode, c->len);
+	sq_advance(&qp->sq);
+	complete_send(qp, c->w, IBV_WC_SUCCESS);
+	return REQST_DONE;
+}
+
+/* C9-141: rnr_retry times, 7 meaning forever. */
+static inline enum req_state req_rnr_retry(struct req_wqe *c)
+{
+	struct vr_qp *qp = c->qp;
+
+	if (qp->eng.rnr_left == 7 || qp->eng.rnr_left-- > 0) {
+		engine_wait(qp, QP_WAIT_RNR, c->now + rnr_delay_ns(c->pkt->rnr_timer));
+		return REQST_WAIT;
+	}
+	return req_fail(c, IBV_WC_RNR_RETRY_EXC_ERR);
+}
+
+/* C9-140: retry_cnt times after the local ACK timeout. */
+static inline enum req_state req_retry(struct req_wqe *c)
+{
+	struct vr_qp *qp = c->qp;
+
+	if (qp->eng.retry_left-- > 0) {
+		CNT_BOTH(qp, retries, 1);
+		engine_wait(qp, QP_WAIT_RETRY, c->now + transport_delay_ns(qp->attr.timeout));
+		return REQST_WAIT;
+	}
+	return req_fail(c, IBV_WC_RETRY_EXC_ERR);
+}
+
+/* The WQE failed in step from: it completes with status st, and the QP goes
+ * to the error state; the flush step completes the rest of its queues.
+ * Then the WQE is done (REQST_DONE). */
+static __attribute__((noinline, cold)) void req_error(struct vr_qp *qp, const struct urd_send_wqe *w,
+						      enum ibv_wc_status st, enum req_state from)
+{
+	log_debug("qp %u: WQE %#" PRIx64 " failed in step \"%s\" with status %d", qp->qpn, w->wr_id,
+		  req_state_name[from], (int)st);
+	xfer_end(qp);
+	sq_advance(&qp->sq);
+	complete_send(qp, w, st);
+	qp_fail(qp, QP_FAIL_WQE);
+}
+
+/* Runs the WQE w (the head of the SQ), or its next piece when it is longer
+ * than ENGINE_PIECE, step by step.  *bytes is lowered by what moved.
+ * Returns REQST_DONE, REQST_WAIT or REQST_MORE.
+ *
+ * A step's next step always comes later in enum req_state, so the steps run
+ * as one pass down that list, each taken only when the one before chose it:
+ * no loop, no jump table, and GCC turns every transition into a direct jump. */
+static enum req_state execute(struct vr_qp *qp, const struct urd_send_wqe *w, uint32_t slot_bytes,
+			      uint64_t now, int64_t *bytes)
+{
+	struct vsge local[ENGINE_MAX_SGE];
+	struct packet pkt;
+	struct req_wqe c;
+	enum req_state s = REQST_CHECK_OPCODE, from = s;
+
+	/* field by field: the steps set the others before they read them (an
+	 * initializer would zero every field for every WQE) */
+	c.qp = qp;
+	c.w = w;
+	c.x = NULL;
+	c.local = local;
+	c.pkt = &pkt;
+	c.bytes = bytes;
+	c.now = now;
+	c.off = 0;
+	c.slot_bytes = slot_bytes;
+	c.first = 0;
+	c.resume = qp->eng.xfer && qp->eng.xfer->tx;
+
+#define STEP(state, handler) do { if (s == (state)) { from = s; s = handler(&c); } } while (0)
+	STEP(REQST_CHECK_OPCODE, req_check_opcode);
+	STEP(REQST_GATHER, req_gather);
+	STEP(REQST_CHECK_LENGTH, req_check_length);
+	STEP(REQST_ADMIT, req_admit);
+	STEP(REQST_PIECE, req_piece);
+	STEP(REQST_ROUTE, req_route);
+	STEP(REQST_DELIVER, req_deliver);
+	STEP(REQST_CHECK_UD, req_check_ud);
+	STEP(REQST_ARM_RETRY, req_arm_retry);
+	STEP(REQST_CHECK_ANSWER, req_check_answer);
+	STEP(REQST_RESTART, req_restart);
+	STEP(REQST_NEXT_PIECE, req_next_piece);
+	STEP(REQST_COMPLETE, req_complete);
+	STEP(REQST_RNR_RETRY, req_rnr_retry);
+	STEP(REQST_RETRY, req_retry);
+#undef STEP
+	if (s == REQST_ERROR) {
+		req_error(qp, c.w, c.st, from);
+		s = REQST_DONE;
+	}
+	return s;
 }
 
 /* The engine no longer watches this send queue: from now on the library
@@ -254,7 +501,7 @@ static bool sq_fetch(struct vr_qp *qp)
 		sq_unwatch(sq);
 		sq->head = sq->seen = prod;
 		urd_store_release(&sq->hdr->cons, sq->head);
-		engine_qp_error(qp, true);
+		qp_fail(qp, QP_FAIL_FATAL);
 		return false;
 	}
 	sq->seen = prod;
@@ -287,64 +534,110 @@ static void wqe_copy(uint8_t *buf, const uint8_t *slot, uint32_t slot_bytes)
 	memcpy(buf + URD_SEND_WQE_HDR, slot + URD_SEND_WQE_HDR, body);
 }
 
+/* The WQE at the SQ head: the saved copy of a message in pieces, or else a
+ * copy out of the region into buf. */
+static inline const struct urd_send_wqe *sq_head_wqe(struct vr_qp *qp, uint8_t *buf, uint32_t slot_bytes)
+{
+	struct vr_ring *sq = &qp->sq;
+
+	if (__builtin_expect(qp->eng.xfer && qp->eng.xfer->tx, 0)) {
+		if (qp->eng.xfer->tx_head == sq->head)
+			return (const struct urd_send_wqe *)qp->eng.xfer->wqe; /* in pieces: its saved copy */
+		xfer_end(qp);   /* not the head any more: cannot happen, but never trust it */
+	}
+	wqe_copy(buf, sq->slots + ((size_t)(sq->head & (sq->n - 1)) << sq->shift), slot_bytes);
+	return (const struct urd_send_wqe *)buf;
+}
+
+/* The flush step of a QP in the error state (IB spec 10.3.1: outstanding and
+ * newly posted WQEs complete with IBV_WC_WR_FLUSH_ERR): its receive queue
+ * first (not its SRQ), then its send queue, with what the tenant posted to
+ * the receive queue meanwhile after each send WQE.  At most budget send WQEs
+ * and *flush receive WQEs. */
+static __attribute__((noinline)) bool flush_run(struct vr_qp *qp, uint32_t budget, int64_t *bytes,
+						uint32_t *flush)
+{
+	struct vr_ring *sq = &qp->sq;
+	uint8_t buf[WQE_MAX_BYTES] __attribute__((aligned(64)));
+	uint32_t slot_bytes = 1u << sq->shift;
+
+	if (flush_recv_queue(qp, flush))
+		return true;
+	if (slot_bytes > sizeof(buf) || slot_bytes < URD_SEND_WQE_HDR)
+		return false;
+	while (budget--) {
+		const struct urd_send_wqe *w;
+
+		if (*bytes <= 0)
+			return true;
+		if (sq->seen == sq->head && !sq_fetch(qp))
+			return false;
+		w = sq_head_wqe(qp, buf, slot_bytes);
+		*bytes -= WQE_COST;
+		xfer_end(qp);
+		sq_advance(sq);
+		complete_send(qp, w, IBV_WC_WR_FLUSH_ERR);
+		if (flush_recv_queue(qp, flush))
+			return true;
+	}
+	return true;
+}
+
+/* The request step: executes the send queue of a QP that is not in the
+ * error state, in order.  A WQE that moves the QP to the error state hands
+ * what is left of the step's budgets to the flush step. */
 static bool req_run(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes, uint32_t *flush)
 {
 	struct vr_ring *sq = &qp->sq;
 	uint8_t buf[WQE_MAX_BYTES] __attribute__((aligned(64)));
 	uint32_t slot_bytes = 1u << sq->shift;
 
-	if (qp->state == IBV_QPS_ERR && comp_recv_flush(qp, flush))
-		return true;
 	if (slot_bytes > sizeof(buf) || slot_bytes < URD_SEND_WQE_HDR)
 		return false;
 	while (budget--) {
-		const struct urd_send_wqe *w = (const struct urd_send_wqe *)buf;
-		enum exec_result r;
+		const struct urd_send_wqe *w;
+		enum req_state r;
 
 		if (*bytes <= 0)
 			return true;
 		if (sq->seen == sq->head && !sq_fetch(qp))
 			return false;
-		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_ERR) {
+		if (qp->state != IBV_QPS_RTS) {
 			sq_unwatch(sq);
 			return false;   /* RTR/SQD: wait; modify to RTS re-activates us */
 		}
-		if (__builtin_expect(qp->eng.xfer && qp->eng.xfer->tx, 0)) {
-			if (qp->eng.xfer->tx_head == sq->head)
-				w = (const struct urd_send_wqe *)qp->eng.xfer->wqe; /* in pieces: its saved copy */
-			else
-				xfer_end(qp);   /* not the head any more: cannot happen, but never trust it */
-		}
-		if (w == (const struct urd_send_wqe *)buf)
-			wqe_copy(buf, sq->slots + ((size_t)(sq->head & (sq->n - 1)) << sq->shift), slot_bytes);
+		w = sq_head_wqe(qp, buf, slot_bytes);
 		*bytes -= WQE_COST;
-		if (qp->state == IBV_QPS_ERR) {
-			xfer_end(qp);
-			sq_advance(sq);
-			comp_send(qp, w, IBV_WC_WR_FLUSH_ERR);
-		} else {
-			r = execute(qp, w, slot_bytes, now, bytes);
-			if (r == EXEC_WAIT) {
-				sq_unwatch(sq);         /* its timer re-activates it */
-				return false;
-			}
-			if (r == EXEC_MORE && qp->state != IBV_QPS_ERR)
-				return true;            /* the next piece in the next step */
+		r = execute(qp, w, slot_bytes, now, bytes);
+		if (r == REQST_WAIT) {
+			sq_unwatch(sq);         /* its timer re-activates it */
+			return false;
 		}
-		if (qp->state == IBV_QPS_ERR && comp_recv_flush(qp, flush))
-			return true;
+		if (qp->state == IBV_QPS_ERR)
+			return flush_run(qp, budget, bytes, flush);
+		if (r == REQST_MORE)
+			return true;            /* the next piece in the next step */
 	}
 	return true;
 }
 
-/* Runs up to budget WQEs of the QP's send queue, and about *bytes bytes of
- * payload (a piece may overshoot it once); flushes of an errored QP's
- * receive queue count against *bytes too.  Returns true if work is left (the
- * engine keeps the QP on its active list). */
+/* The two steps the engine runs for a QP on its active list: up to budget
+ * send WQEs, and about *bytes bytes of payload (a piece may overshoot it
+ * once); flushed receive WQEs count against *bytes too.  They return true if
+ * work is left (the engine keeps the QP on its active list). */
 bool req_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
 {
 	uint32_t flush = FLUSH_BUDGET;
 	bool more = req_run(qp, now, budget, bytes, &flush);
+
+	*bytes -= (int64_t)(FLUSH_BUDGET - flush) * FLUSH_COST;
+	return more;
+}
+
+bool flush_process(struct vr_qp *qp, uint32_t budget, int64_t *bytes)
+{
+	uint32_t flush = FLUSH_BUDGET;
+	bool more = flush_run(qp, budget, bytes, &flush);
 
 	*bytes -= (int64_t)(FLUSH_BUDGET - flush) * FLUSH_COST;
 	return more;

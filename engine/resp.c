@@ -61,35 +61,6 @@ static void recv_commit(struct vr_qp *qp)
 	}
 }
 
-static void recv_complete(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
-			  uint32_t byte_len, const struct packet *pkt)
-{
-	const struct urd_send_wqe *w = pkt->wqe;
-	struct urd_cqe c;
-	bool solicited = (w->flags & URD_WQE_SOLICITED) != 0;
-
-	memset(&c, 0, sizeof(c));
-	c.wr_id = wr_id;
-	c.status = st;
-	c.opcode = opcode;
-	c.qp_num = qp->qpn;
-	if (st == IBV_WC_SUCCESS) {
-		c.byte_len = byte_len;
-		c.src_qp = pkt->src->qpn;
-		c.sl = w->sl;
-		if (pkt->op->flags & OPF_IMM) {
-			c.imm_data = w->imm_data;
-			c.wc_flags |= IBV_WC_WITH_IMM;
-		}
-		if (qp->type == IBV_QPT_UD)
-			c.wc_flags |= IBV_WC_GRH;
-	} else {
-		c.vendor_err = st;
-	}
-	if (cq_push(qp->rcq, &c, solicited) && qp->state != IBV_QPS_ERR)
-		engine_qp_error(qp, true);
-}
-
 /* RoCEv2 over IPv4: the 40-byte GRH slot holds 20 unused bytes, then the
  * IPv4 header of the packet. */
 static void fill_grh(uint8_t grh[GRH_BYTES], const struct vr_qp *src, const struct vr_qp *dst, uint32_t len)
@@ -145,14 +116,12 @@ static int recv_sges(struct vr_qp *qp, const struct urd_recv_wqe *rw, uint32_t m
 	return recv_sg_check(qp, (const struct urd_sge *)(rw + 1), rw->num_sge, out, room);
 }
 
+/* A class C error (C9-96): an RC responder's QP goes to the error state; the
+ * requester gets the NAK r. */
 static enum resp_result class_c_error(struct vr_qp *qp, enum resp_result r)
 {
-	if (qp->type == IBV_QPT_RC && qp->state != IBV_QPS_ERR) {
-		CNT_BOTH(qp, errors, 1);
-		engine_qp_error(qp, false);
-		if (r == RESP_NAK_ACCESS)
-			ctx_post_async(qp->obj.ctx, IBV_EVENT_QP_ACCESS_ERR, URD_OBJ_QP, qp->obj.handle);
-	}
+	if (qp->type == IBV_QPT_RC && qp->state != IBV_QPS_ERR)
+		qp_fail(qp, r == RESP_NAK_ACCESS ? QP_FAIL_ACCESS : QP_FAIL_REQUEST);
 	return r;
 }
 
@@ -187,7 +156,7 @@ static enum resp_result recv_piece(struct vr_qp *qp, struct packet *pkt)
 			n = recv_sges(qp, rw, max_sge, sg, &room);
 			if (n < 0 || room < pkt->total) {
 				recv_commit(qp);
-				recv_complete(qp, rw->wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR,
+				complete_recv(qp, rw->wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR,
 					      IBV_WC_RECV, 0, pkt);
 				return class_c_error(qp, n < 0 ? RESP_NAK_OP : RESP_NAK_INV_REQ);
 			}
@@ -206,14 +175,14 @@ static enum resp_result recv_piece(struct vr_qp *qp, struct packet *pkt)
 		/* an MR of the receive WQE went away mid-message, or a restarted
 		 * message is longer than the receive WQE it reuses */
 		x->rx = false;
-		recv_complete(qp, x->rx_wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, pkt);
+		complete_recv(qp, x->rx_wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, pkt);
 		return class_c_error(qp, n < 0 ? RESP_NAK_OP : RESP_NAK_INV_REQ);
 	}
 	i = vsge_advance(sg, (uint32_t)n, pkt->off);
 	sg_copy(&qp->vr->d->eng, sg + i, (uint32_t)n - i, pkt->local, pkt->nlocal, pkt->len);
 	if (pkt->off + pkt->len == pkt->total) {
 		x->rx = false;
-		recv_complete(qp, x->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, pkt->total, pkt);
+		complete_recv(qp, x->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, pkt->total, pkt);
 	}
 	return RESP_ACK;
 }
@@ -234,7 +203,7 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 		/* a SEND stopped midway consumed a receive WQE: it is next */
 		qp->eng.xfer->rx = false;
 		sg_copy(&qp->vr->d->eng, target, 1, pkt->local, pkt->nlocal, pkt->len);
-		recv_complete(qp, qp->eng.xfer->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
+		complete_recv(qp, qp->eng.xfer->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
 		return RESP_ACK;
 	}
 	/* recv_peek copies the header and at most URD_MAX_SGE SGEs, whatever
@@ -247,19 +216,19 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 	n = recv_sges(qp, rw, max_sge, sg, &room);
 	if (n < 0) {
 		recv_commit(qp);
-		recv_complete(qp, rw->wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, pkt);
+		complete_recv(qp, rw->wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, pkt);
 		return ud ? RESP_ACK : class_c_error(qp, RESP_NAK_OP);
 	}
 	if (pkt->op->flags & OPF_WRITE) {
 		/* the data went to the RDMA target; the receive WQE only completes */
 		sg_copy(&qp->vr->d->eng, target, 1, pkt->local, pkt->nlocal, pkt->len);
 		recv_commit(qp);
-		recv_complete(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
+		complete_recv(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
 		return RESP_ACK;
 	}
 	if (room < (uint64_t)pkt->total + (ud ? GRH_BYTES : 0)) {
 		recv_commit(qp);
-		recv_complete(qp, rw->wr_id, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, pkt);
+		complete_recv(qp, rw->wr_id, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, pkt);
 		return ud ? RESP_ACK : class_c_error(qp, RESP_NAK_INV_REQ);
 	}
 	if (ud) {
@@ -285,7 +254,7 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 		sg_copy(&qp->vr->d->eng, sg, (uint32_t)n, pkt->local, pkt->nlocal, pkt->len);
 	}
 	recv_commit(qp);
-	recv_complete(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, byte_len, pkt);
+	complete_recv(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, byte_len, pkt);
 	return RESP_ACK;
 }
 
