@@ -7,6 +7,12 @@
  *                  (7 = forever), then IBV_WC_RNR_RETRY_EXC_ERR (C9-141);
  *   other NAKs  -> the matching remote error, QP to the error state.
  * A WQE waiting for a timer stalls the queue behind it, as on the wire.
+ *
+ * The engine runs one of two steps for a QP on its active list:
+ * req_process (the request step) executes the send queue, each WQE through
+ * the named steps of enum req_state below; flush_process (the flush step)
+ * completes what a QP in the error state holds with IBV_WC_WR_FLUSH_ERR.
+ * CQEs and QP errors are the completer's (comp.c).
  */
 #include <assert.h>
 #include <inttypes.h>
