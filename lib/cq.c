@@ -2,16 +2,17 @@
 /* cq.c - completion queues: create/destroy, poll_cq, req_notify_cq and the
  * extended (ibv_cq_ex) polling interface.
  *
- * Notes on the CQ ring (abi.h):
- *  - the engine writes CQEs and publishes ring->prod with a release store;
- *    poll_cq load-acquires prod, copies the CQEs out, and publishes
- *    ring->cons with a release store so the engine may reuse the slots;
- *  - ring->arm is ours: req_notify_cq stores the arm request, the engine
- *    takes it (exchange with 0) when a matching CQE arrives and bumps
- *    ring->events, which the event thread turns into a channel event;
+ * Notes on the CQ ring (abi.h, unirdma/ring.h): we are its consumer.
+ *  - the engine writes CQEs and publishes prod with a release store;
+ *    poll_cq load-acquires prod, copies the CQEs out, and publishes cons
+ *    with a release store so the engine may reuse the slots;
+ *  - the header's arm word is ours: req_notify_cq stores the arm request,
+ *    the engine takes it (exchange with 0) when a matching CQE arrives and
+ *    bumps the header's events, which the event thread turns into a channel
+ *    event;
  *  - prod is engine-written: every slot index is masked, and a prod more
- *    than a ring ahead of us is clamped, so a scribbled value never makes us
- *    read outside the ring.
+ *    than a ring ahead of us is clamped (urd_queue_filled()), so a scribbled
+ *    value never makes us read outside the ring.
  * No syscall here, except sched_yield() on every 64th empty poll: a busy
  * poller must leave the CPU to the engine when cores are scarce.
  */
@@ -22,7 +23,8 @@
 
 #include "priv.h"
 
-enum { YIELD_EVERY = 64 };
+enum { YIELD_EVERY = 64, CQE_SHIFT = 6 };
+static_assert(sizeof(struct urd_cqe) == 1u << CQE_SHIFT, "a CQ slot is one CQE");
 
 static inline void cqe_to_wc(const struct urd_cqe *src, struct ibv_wc *wc)
 {
@@ -53,24 +55,20 @@ static inline void empty_poll(struct urd_cq *cq)
 int urd_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct urd_cq *cq = to_ucq(ibcq);
-	uint32_t prod, avail, n;
+	uint32_t avail, n;
 
 	if (ne <= 0)
 		return 0;
 	pthread_spin_lock(&cq->lock);
-	/* Pairs with the engine's release of prod after writing the CQEs. */
-	prod = urd_load_acquire(&cq->ring->prod);
-	avail = prod - cq->cons;
-	if (avail > cq->mask + 1)
-		avail = cq->mask + 1;
+	avail = urd_queue_filled(&cq->q);
 	n = avail < (uint32_t)ne ? avail : (uint32_t)ne;
 	for (uint32_t i = 0; i < n; i++)
-		cqe_to_wc(&cq->cqes[(cq->cons + i) & cq->mask], &wc[i]);
+		cqe_to_wc(urd_queue_slot(&cq->q, cq->q.own + i), &wc[i]);
 	if (n) {
-		cq->cons += n;
+		cq->q.own += n;
 		cq->empty_polls = 0;
 		/* The engine may reuse the slots we copied. */
-		urd_store_release(&cq->ring->cons, cq->cons);
+		urd_queue_release_cons(&cq->q, cq->q.own);
 	}
 	pthread_spin_unlock(&cq->lock);
 	if (!n)
@@ -93,11 +91,11 @@ int urd_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	uint32_t want = solicited_only ? URD_CQ_ARM_SOLICITED : URD_CQ_ARM_ANY;
 
 	if (want == URD_CQ_ARM_SOLICITED &&
-	    urd_load_relaxed(&cq->ring->arm) == URD_CQ_ARM_ANY) {
+	    urd_load_relaxed(&cq->q.hdr->arm) == URD_CQ_ARM_ANY) {
 		urd_smp_mb();
 		return 0;
 	}
-	urd_store_release(&cq->ring->arm, want);
+	urd_store_release(&cq->q.hdr->arm, want);
 	urd_smp_mb();
 	return 0;
 }
@@ -112,8 +110,8 @@ static inline struct urd_cq *ex_to_ucq(struct ibv_cq_ex *ex)
 /* Take the CQE at cons; the caller checked that there is one. */
 static inline void ex_take(struct urd_cq *cq)
 {
-	memcpy(&cq->cur_copy, &cq->cqes[cq->cons & cq->mask], sizeof(cq->cur_copy));
-	cq->cons++;
+	memcpy(&cq->cur_copy, urd_queue_slot(&cq->q, cq->q.own), sizeof(cq->cur_copy));
+	cq->q.own++;
 	cq->ex.wr_id = cq->cur_copy.wr_id;
 	cq->ex.status = (enum ibv_wc_status)cq->cur_copy.status;
 }
@@ -127,7 +125,7 @@ static int ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
 	if (attr && attr->comp_mask)
 		return EINVAL;
 	pthread_spin_lock(&cq->lock);
-	if (urd_load_acquire(&cq->ring->prod) == cq->cons) {
+	if (!urd_queue_filled(&cq->q)) {
 		pthread_spin_unlock(&cq->lock);
 		empty_poll(cq);
 		return ENOENT;
@@ -142,7 +140,7 @@ static int ex_next_poll(struct ibv_cq_ex *ex)
 {
 	struct urd_cq *cq = ex_to_ucq(ex);
 
-	if (urd_load_acquire(&cq->ring->prod) == cq->cons)
+	if (!urd_queue_filled(&cq->q))
 		return ENOENT;
 	ex_take(cq);
 	return 0;
@@ -152,7 +150,7 @@ static void ex_end_poll(struct ibv_cq_ex *ex)
 {
 	struct urd_cq *cq = ex_to_ucq(ex);
 
-	urd_store_release(&cq->ring->cons, cq->cons);
+	urd_queue_release_cons(&cq->q, cq->q.own);
 	pthread_spin_unlock(&cq->lock);
 }
 
@@ -270,10 +268,8 @@ static int create_cq(struct urd_context *ctx, int cqe, void *cq_context,
 		goto err_free;
 	}
 
-	cq->ring = (struct urd_ring_hdr *)(ctx->region + resp.ring_off);
-	cq->cqes = (struct urd_cqe *)((uint8_t *)cq->ring + URD_RING_HDR_SIZE);
-	cq->mask = resp.nentries - 1;
-	cq->cons = urd_load_acquire(&cq->ring->cons);
+	urd_queue_init(&cq->q, ctx->region + resp.ring_off, resp.nentries, CQE_SHIFT);
+	urd_queue_attach_cons(&cq->q);
 	cq->wc_flags = wc_flags;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 

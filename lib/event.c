@@ -302,10 +302,10 @@ static uint64_t mono_ns(void)
  * ourselves; a spurious event is harmless, the application just polls. */
 static bool lost_event(struct urd_cq *cq, uint64_t now)
 {
-	uint32_t prod = urd_load_acquire(&cq->ring->prod);
-	uint32_t cons = urd_load_acquire(&cq->ring->cons);
+	uint32_t prod = urd_load_acquire(&cq->q.hdr->prod);
+	uint32_t cons = urd_load_acquire(&cq->q.hdr->cons);
 
-	if (prod == cons || urd_load_relaxed(&cq->ring->arm) == URD_CQ_ARM_NONE ||
+	if (prod == cons || urd_load_relaxed(&cq->q.hdr->arm) == URD_CQ_ARM_NONE ||
 	    prod != cq->wd_prod || cons != cq->wd_cons) {
 		cq->wd_prod = prod;
 		cq->wd_cons = cons;
@@ -315,7 +315,7 @@ static bool lost_event(struct urd_cq *cq, uint64_t now)
 	if (now - cq->wd_since < WATCHDOG_NS)
 		return false;
 	cq->wd_since = now;
-	if (urd_exchange(&cq->ring->arm, URD_CQ_ARM_NONE) == URD_CQ_ARM_NONE)
+	if (urd_exchange(&cq->q.hdr->arm, URD_CQ_ARM_NONE) == URD_CQ_ARM_NONE)
 		return false;           /* the engine took it meanwhile */
 	urd_dbg("CQ %#x: armed with %u unpolled CQEs and no event; raising it",
 		cq->ex.handle, prod - cons);
@@ -328,7 +328,7 @@ static void scan_cqs(struct urd_context *ctx)
 
 	for (struct urd_cq *cq = ctx->chan_cqs; cq; cq = cq->chan_next) {
 		/* Pairs with the engine's increment after it wrote the CQE. */
-		uint32_t ev = urd_load_acquire(&cq->ring->events);
+		uint32_t ev = urd_load_acquire(&cq->q.hdr->events);
 		uint32_t d = ev - cq->last_events;
 		struct urd_channel *ch = to_uchan(cq->ex.channel);
 
@@ -367,18 +367,19 @@ static bool check_daemon(struct urd_context *ctx)
 /* ------------------------------------------- flushing for a lost device */
 
 /* One completion written by us: the device is gone, we are the only
- * producer left on this CQ.  Under the CQ's lock, like poll_cq. */
+ * producer left on this CQ (ring.h: a proxy on the engine's side, with the
+ * consumer's struct).  Under the CQ's lock, like poll_cq. */
 static bool push_flush(struct urd_cq *cq, uint64_t wr_id, uint32_t opcode, uint32_t qpn)
 {
-	struct urd_ring_hdr *r = cq->ring;
+	struct urd_ring_hdr *r = cq->q.hdr;
 	uint32_t prod, arm;
 	struct urd_cqe *c;
 	bool ok = false;
 
 	pthread_spin_lock(&cq->lock);
 	prod = urd_load_relaxed(&r->prod);
-	if (prod - cq->cons <= cq->mask) {
-		c = &cq->cqes[prod & cq->mask];
+	if (prod - cq->q.own < cq->q.n) {       /* a free slot, whatever prod says */
+		c = urd_queue_slot(&cq->q, prod);
 		memset(c, 0, sizeof(*c));
 		c->wr_id = wr_id;
 		c->status = IBV_WC_WR_FLUSH_ERR;
@@ -386,7 +387,7 @@ static bool push_flush(struct urd_cq *cq, uint64_t wr_id, uint32_t opcode, uint3
 		c->opcode = opcode;
 		c->qp_num = qpn;
 		/* pairs with poll_cq's load_acquire of prod */
-		urd_store_release(&r->prod, prod + 1);
+		urd_queue_publish_prod(&cq->q, prod + 1);
 		arm = urd_exchange(&r->arm, URD_CQ_ARM_NONE);
 		if (arm != URD_CQ_ARM_NONE)     /* scan_cqs turns this into an event */
 			urd_store_release(&r->events, urd_load_relaxed(&r->events) + 1);
@@ -400,20 +401,20 @@ static void flush_wq(struct urd_qp *qp, struct urd_wq *wq, struct urd_cq *cq, bo
 {
 	uint32_t cons, prod;
 
+	/* the engine's part, played for it: its cons, at most a ring behind
+	 * our prod */
 	pthread_spin_lock(&wq->lock);
-	cons = urd_load_acquire(&wq->ring->cons);
-	prod = wq->prod;
-	if (prod - cons > wq->n)
-		cons = prod - wq->n;
+	cons = urd_queue_cons_clamped(&wq->q);
+	prod = wq->q.own;
 	for (; cons != prod; cons++) {
-		const void *w = urd_wq_slot(wq, cons);
+		const void *w = urd_queue_slot(&wq->q, cons);
 		uint64_t wr_id = send ? ((const struct urd_send_wqe *)w)->wr_id
 				      : ((const struct urd_recv_wqe *)w)->wr_id;
 
 		if (!push_flush(cq, wr_id, send ? IBV_WC_SEND : IBV_WC_RECV, qp->qpx.qp_base.qp_num))
 			break;          /* CQ full: the rest on the next sweep */
 	}
-	urd_store_release(&wq->ring->cons, cons);
+	urd_queue_release_cons(&wq->q, cons);
 	pthread_spin_unlock(&wq->lock);
 }
 
@@ -436,7 +437,7 @@ static void flush_all(struct urd_context *ctx)
 			qp = urd_container_of(n, struct urd_qp, node);
 			if (qp->qpx.qp_base.send_cq)
 				flush_wq(qp, &qp->sq, to_ucq(qp->qpx.qp_base.send_cq), true);
-			if (qp->rq.n && qp->qpx.qp_base.recv_cq)
+			if (qp->rq.q.n && qp->qpx.qp_base.recv_cq)
 				flush_wq(qp, &qp->rq, to_ucq(qp->qpx.qp_base.recv_cq), false);
 		}
 	}
@@ -502,7 +503,7 @@ void urd_events_stop(struct urd_context *ctx)
 void urd_cq_events_attach(struct urd_context *ctx, struct urd_cq *cq)
 {
 	pthread_mutex_lock(&ctx->ev_lock);
-	cq->last_events = urd_load_acquire(&cq->ring->events);
+	cq->last_events = urd_load_acquire(&cq->q.hdr->events);
 	cq->chan_next = ctx->chan_cqs;
 	ctx->chan_cqs = cq;
 	pthread_mutex_unlock(&ctx->ev_lock);

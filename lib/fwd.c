@@ -205,7 +205,7 @@ static int fwd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv
 {
 	struct urd_qp *qp = to_uqp(ibqp);
 
-	if (ibqp->srq || !qp->rq.n || ibqp->state == IBV_QPS_RESET) {
+	if (ibqp->srq || !qp->rq.q.n || ibqp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

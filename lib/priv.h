@@ -34,6 +34,7 @@
 #include "compiler.h"
 #include "unirdma/abi.h"
 #include "unirdma/barrier.h"
+#include "unirdma/ring.h"
 
 #define URD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define urd_container_of(ptr, type, member) \
@@ -261,10 +262,7 @@ static inline struct urd_channel *to_uchan(struct ibv_comp_channel *c)
 struct urd_cq {
 	struct ibv_cq_ex ex;            /* ibv_cq is its prefix */
 	pthread_spinlock_t lock;
-	struct urd_ring_hdr *ring;
-	struct urd_cqe *cqes;
-	uint32_t mask;                  /* nentries - 1 */
-	uint32_t cons;                  /* our consumer index */
+	struct urd_queue q;             /* we consume: q.own is our cons */
 	uint32_t empty_polls;
 	uint64_t wc_flags;              /* requested by create_cq_ex */
 	const struct urd_cqe *cur;      /* extended polling: current CQE */
@@ -286,37 +284,18 @@ static inline struct urd_cq *to_ucq(struct ibv_cq *c)
 }
 
 struct urd_wq {                         /* one SQ, RQ or SRQ ring */
-	struct urd_ring_hdr *ring;
-	uint8_t *slots;
-	uint32_t n;                     /* slots, power of two */
-	uint32_t shift;                 /* log2 slot size */
-	uint32_t prod;                  /* our producer index */
-	uint32_t cons_seen;             /* the engine's cons as last read */
+	struct urd_queue q;             /* we produce: q.own is our prod,
+					 * q.seen the engine's cons as last read */
 	uint32_t max_wr;                /* granted: outstanding limit */
 	uint32_t max_sge;
 	pthread_spinlock_t lock;
 };
 
-static inline void *urd_wq_slot(const struct urd_wq *wq, uint32_t idx)
-{
-	return wq->slots + ((size_t)(idx & (wq->n - 1)) << wq->shift);
-}
-
-/* Free slots, never more than max_wr outstanding.  cons is written by the
- * engine: a value that claims more than n outstanding counts as full.  The
- * engine's cons only moves forward, so the last value read is a safe lower
- * bound: its line (which the engine keeps writing) is read again only when
- * the queue looks full by that bound. */
+/* Free slots, never more than max_wr outstanding (ring.h: a lying cons
+ * counts as full; cons's line is read only when the queue looks full). */
 static inline uint32_t urd_wq_room(struct urd_wq *wq)
 {
-	uint32_t lim = wq->max_wr < wq->n ? wq->max_wr : wq->n;
-	uint32_t used = wq->prod - wq->cons_seen;
-
-	if (used >= lim) {
-		wq->cons_seen = urd_load_acquire(&wq->ring->cons);
-		used = wq->prod - wq->cons_seen;
-	}
-	return used >= lim ? 0 : lim - used;
+	return urd_queue_room(&wq->q, wq->max_wr < wq->q.n ? wq->max_wr : wq->q.n);
 }
 
 int urd_wq_map(struct urd_context *ctx, struct urd_wq *wq, uint64_t off,
@@ -339,7 +318,7 @@ static inline struct urd_srq *to_usrq(struct ibv_srq *s)
 struct urd_qp {
 	struct ibv_qp_ex qpx;           /* ibv_qp is its first member */
 	struct urd_wq sq;
-	struct urd_wq rq;               /* rq.n == 0 when the QP uses an SRQ */
+	struct urd_wq rq;               /* rq.q.n == 0 when the QP uses an SRQ */
 	uint32_t db_index;
 	uint32_t max_inline;
 	uint64_t send_ops;              /* IBV_QP_EX_WITH_* allowed for wr_* */

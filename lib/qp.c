@@ -3,10 +3,9 @@
  * the ibv_wr_* (ibv_qp_ex) interface.
  *
  * Notes on the send and receive rings (abi.h):
- *  - we write WQEs into the slots, then publish ring->prod with ONE release
- *    store per batch (the engine's acquire of prod pairs with it), then ring
- *    the QP's doorbell bit once; the engine advances ring->cons when it has
- *    taken a WQE;
+ *  - we are the producer (unirdma/ring.h): we write WQEs into the slots,
+ *    then publish prod with ONE release store per batch, then ring the QP's
+ *    doorbell bit once; the engine advances cons when it has taken a WQE;
  *  - cons is engine-written: urd_wq_room() treats any value that claims more
  *    than a ring of outstanding work as "full", and every slot index is
  *    masked, so a scribbled cons cannot make us write outside the ring;
@@ -68,12 +67,8 @@ int urd_wq_map(struct urd_context *ctx, struct urd_wq *wq, uint64_t off,
 	if (!urd_range_ok(ctx, off, URD_RING_HDR_SIZE + ((uint64_t)n << shift),
 			  URD_CACHELINE))
 		return -EPROTO;
-	wq->ring = (struct urd_ring_hdr *)(ctx->region + off);
-	wq->slots = (uint8_t *)wq->ring + URD_RING_HDR_SIZE;
-	wq->n = n;
-	wq->shift = shift;
-	wq->prod = urd_load_acquire(&wq->ring->prod);
-	wq->cons_seen = urd_load_acquire(&wq->ring->cons);
+	urd_queue_init(&wq->q, ctx->region + off, n, shift);
+	urd_queue_attach_prod(&wq->q);
 	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
 	return 0;
 }
@@ -185,7 +180,7 @@ int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
-/* Build one WQE at sq.prod and advance our producer index (not yet
+/* Build one WQE at sq.q.own (our prod) and advance our producer index (not yet
  * published).  0 or a positive errno (man ibv_post_send). */
 static int build_send(struct urd_qp *qp, const struct ibv_send_wr *wr)
 {
@@ -200,7 +195,7 @@ static int build_send(struct urd_qp *qp, const struct ibv_send_wr *wr)
 	ret = urd_send_wqe_header(qp, wr, &w, &inl, &why);
 	if (ret)
 		return post_err(qp, ret, why);
-	slot = urd_wq_slot(&qp->sq, qp->sq.prod);
+	slot = urd_queue_slot(&qp->sq.q, qp->sq.q.own);
 
 	if (inl) {
 		uint8_t *dst = slot + URD_SEND_WQE_HDR;
@@ -223,26 +218,22 @@ static int build_send(struct urd_qp *qp, const struct ibv_send_wr *wr)
 		w.num_sge = (uint16_t)wr->num_sge;
 	}
 	memcpy(slot, &w, sizeof(w));
-	qp->sq.prod++;
+	qp->sq.q.own++;
 	return 0;
 }
 
 /* Publish what was built since start: one release store, one doorbell.
  * While the engine runs this send queue (ring polling flag, abi.h) it reads
  * prod again by itself: the doorbell's two atomics on lines the engine
- * clears would only slow both sides.  The fence orders our prod before the
- * read of the flag; the engine clears the flag, fences, then reads prod. */
+ * clears would only slow both sides (urd_queue_needs_doorbell()). */
 static void publish(struct urd_qp *qp, struct urd_wq *wq, uint32_t start)
 {
-	if (wq->prod == start)
+	if (wq->q.own == start)
 		return;
-	/* Pairs with the engine's acquire of prod: the WQEs are visible. */
-	urd_store_release(&wq->ring->prod, wq->prod);
-	if (wq == &qp->sq) {
-		urd_smp_mb();
-		if (urd_load_relaxed(&wq->ring->polling))
-			return;
-	}
+	/* the WQEs are visible to the engine first */
+	urd_queue_publish_prod(&wq->q, wq->q.own);
+	if (wq == &qp->sq && !urd_queue_needs_doorbell(&wq->q))
+		return;
 	urd_ring_doorbell(to_uctx(qp->qpx.qp_base.context), qp->db_index);
 }
 
@@ -262,7 +253,7 @@ int urd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		ret = post_err(qp, EINVAL, "QP not ready to send");
 		goto out;
 	}
-	start = qp->sq.prod;
+	start = qp->sq.q.own;
 	for (; wr; wr = wr->next) {
 		ret = build_send(qp, wr);
 		if (ret) {
@@ -297,13 +288,13 @@ int urd_post_recv_wq(struct urd_wq *wq, struct ibv_recv_wr *wr,
 			urd_dbg("post receive refused: too many SGEs");
 			return EINVAL;
 		}
-		slot = urd_wq_slot(wq, wq->prod);
+		slot = urd_queue_slot(&wq->q, wq->q.own);
 		h.num_sge = (uint32_t)wr->num_sge;
 		if (wr->num_sge)
 			memcpy(slot + sizeof(h), wr->sg_list,
 			       (size_t)wr->num_sge * sizeof(struct urd_sge));
 		memcpy(slot, &h, sizeof(h));
-		wq->prod++;
+		wq->q.own++;
 	}
 	return 0;
 }
@@ -316,7 +307,7 @@ int urd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int ret;
 
 	/* A QP attached to an SRQ has no receive queue of its own. */
-	if (ibqp->srq || !qp->rq.n) {
+	if (ibqp->srq || !qp->rq.q.n) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -326,7 +317,7 @@ int urd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		ret = EINVAL;
 		goto out;
 	}
-	start = qp->rq.prod;
+	start = qp->rq.q.own;
 	ret = urd_post_recv_wq(&qp->rq, wr, bad_wr);
 	/* The engine may be waiting for a receive (RNR): same doorbell. */
 	publish(qp, &qp->rq, start);
@@ -354,7 +345,7 @@ static void wr_start(struct ibv_qp_ex *qpx)
 	enum ibv_qp_state st = qpx->qp_base.state;
 
 	pthread_spin_lock(&qp->sq.lock);
-	qp->wr_start_prod = qp->sq.prod;
+	qp->wr_start_prod = qp->sq.q.own;
 	qp->wr_cur = NULL;
 	qp->wr_err = 0;
 	if (st == IBV_QPS_RESET || st == IBV_QPS_INIT)
@@ -378,12 +369,12 @@ static struct urd_send_wqe *wr_new(struct ibv_qp_ex *qpx, uint32_t op)
 		wr_fail(qp, ENOMEM);
 		return NULL;
 	}
-	w = urd_wq_slot(&qp->sq, qp->sq.prod);
+	w = urd_queue_slot(&qp->sq.q, qp->sq.q.own);
 	memset(w, 0, sizeof(*w));
 	w->wr_id = qpx->wr_id;
 	w->opcode = (uint8_t)op;
 	w->flags = wqe_flags(qp, qpx->wr_flags);
-	qp->sq.prod++;
+	qp->sq.q.own++;
 	qp->wr_cur = w;
 	return w;
 }
@@ -585,7 +576,7 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	int ret = qp->wr_err;
 
 	if (ret)
-		qp->sq.prod = qp->wr_start_prod;
+		qp->sq.q.own = qp->wr_start_prod;
 	else
 		publish(qp, &qp->sq, qp->wr_start_prod);
 	qp->wr_cur = NULL;
@@ -597,7 +588,7 @@ static void wr_abort(struct ibv_qp_ex *qpx)
 {
 	struct urd_qp *qp = qpx_to_uqp(qpx);
 
-	qp->sq.prod = qp->wr_start_prod;
+	qp->sq.q.own = qp->wr_start_prod;
 	qp->wr_cur = NULL;
 	pthread_spin_unlock(&qp->sq.lock);
 }
@@ -801,7 +792,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return -ret;
 	urd_qp_events_drain(ctx, qp);
 	pthread_spin_destroy(&qp->sq.lock);
-	if (qp->rq.n)
+	if (qp->rq.q.n)
 		pthread_spin_destroy(&qp->rq.lock);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
@@ -869,13 +860,11 @@ static void attr_from_urd(const struct urd_qp_attr *in, struct ibv_qp_attr *o)
 static void resync_rings(struct urd_qp *qp)
 {
 	pthread_spin_lock(&qp->sq.lock);
-	qp->sq.prod = urd_load_acquire(&qp->sq.ring->prod);
-	qp->sq.cons_seen = urd_load_acquire(&qp->sq.ring->cons);
+	urd_queue_attach_prod(&qp->sq.q);
 	pthread_spin_unlock(&qp->sq.lock);
-	if (qp->rq.n) {
+	if (qp->rq.q.n) {
 		pthread_spin_lock(&qp->rq.lock);
-		qp->rq.prod = urd_load_acquire(&qp->rq.ring->prod);
-		qp->rq.cons_seen = urd_load_acquire(&qp->rq.ring->cons);
+		urd_queue_attach_prod(&qp->rq.q);
 		pthread_spin_unlock(&qp->rq.lock);
 	}
 }

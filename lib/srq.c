@@ -2,7 +2,7 @@
 /* srq.c - shared receive queues.
  *
  * The SRQ ring works like a QP's receive ring (qp.c): we write receive WQEs,
- * publish ring->prod with a release store, the engine advances ring->cons.
+ * publish prod with a release store, the engine advances cons (unirdma/ring.h).
  * No doorbell: the engine looks at an SRQ only when a message arrives for a
  * QP attached to it.
  */
@@ -101,7 +101,7 @@ int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	/* A grown SRQ keeps its ring: only the outstanding limit moves. */
 	if (resp.hdr.len >= sizeof(resp) && resp.max_wr) {
 		pthread_spin_lock(&srq->rq.lock);
-		srq->rq.max_wr = resp.max_wr < srq->rq.n ? resp.max_wr : srq->rq.n;
+		srq->rq.max_wr = resp.max_wr < srq->rq.q.n ? resp.max_wr : srq->rq.q.n;
 		pthread_spin_unlock(&srq->rq.lock);
 	}
 	return 0;
@@ -148,11 +148,10 @@ int urd_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	int ret;
 
 	pthread_spin_lock(&srq->rq.lock);
-	start = srq->rq.prod;
+	start = srq->rq.q.own;
 	ret = urd_post_recv_wq(&srq->rq, wr, bad_wr);
-	if (srq->rq.prod != start)
-		/* Pairs with the engine's acquire of prod. */
-		urd_store_release(&srq->rq.ring->prod, srq->rq.prod);
+	if (srq->rq.q.own != start)
+		urd_queue_publish_prod(&srq->rq.q, srq->rq.q.own);
 	pthread_spin_unlock(&srq->rq.lock);
 	return ret;
 }
