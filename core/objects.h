@@ -35,6 +35,7 @@
 #include "compiler.h"
 #include "engine.h"             /* the engine state embedded in the objects */
 #include "unirdma/abi.h"
+#include "unirdma/ring.h"
 
 #define URD_MAX_VRNICS   128
 #define URD_NAME_MAX     32
@@ -139,15 +140,12 @@ struct vr_mr {
 };
 
 struct vr_ring {
-	struct urd_ring_hdr *hdr;       /* in the region */
-	uint8_t *slots;
+	/* q.own: the engine's index (SQ/RQ/SRQ: cons, CQ: prod); q.seen: the
+	 * tenant's as last read (SQ: prod, CQ: cons), so that the shared line
+	 * is read once per batch, not per WQE or CQE (unirdma/ring.h). */
+	struct urd_queue q;
 	uint64_t off;                   /* arena offset, for freeing */
 	uint64_t bytes;
-	uint32_t n, shift;              /* n slots of 1 << shift bytes */
-	uint32_t head;                  /* the daemon's own index (consumer or producer) */
-	/* The tenant's index as last read (SQ: prod, CQ: cons), so that the
-	 * shared line is read once per batch, not per WQE or CQE. */
-	uint32_t seen;
 	bool polling;                   /* SQ: we last stored hdr->polling = 1 */
 };
 

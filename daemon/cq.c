@@ -38,7 +38,7 @@ int op_create_cq(struct handler_args *a, const void *req, uint32_t len URD_UNUSE
 		goto err_ring;
 	a->vr->ncq++;
 	o->handle = cq->obj.handle;
-	o->nentries = cq->ring.n;
+	o->nentries = cq->ring.q.n;
 	o->ring_off = cq->ring.off;
 	return 0;
 

@@ -11,7 +11,8 @@
  * lives in the region; the consumer side is the engine's private head) and
  * the consumer of the CQ (cons in the region; the producer is the engine's
  * private head).  Every index read from the region is bounded by the private
- * one, every slot index masked.
+ * one, every slot index masked (unirdma/ring.h: the engine's struct, whose
+ * q.own is the engine's index).
  */
 #include <errno.h>
 #include <string.h>
@@ -45,16 +46,16 @@ static uint32_t pad(uint32_t n)
 }
 
 /* Outstanding WQEs the ring may hold: prod is the region's (tenant-writable)
- * producer index, head the engine's private consumer index.  A prod more
+ * producer index, q.own the engine's private consumer index.  A prod more
  * than a ring ahead is broken; the engine moves such a QP to error. */
 static int ring_room(const struct vr_ring *r, uint32_t limit, uint32_t prod, uint32_t *room)
 {
-	uint32_t used = prod - r->head;
+	uint32_t used = prod - r->q.own;
 
-	if (used > r->n)
+	if (!urd_queue_prod_ok(&r->q, prod))
 		return -EINVAL;
-	if (limit > r->n)
-		limit = r->n;
+	if (limit > r->q.n)
+		limit = r->q.n;
 	*room = used >= limit ? 0 : limit - used;
 	return 0;
 }
@@ -69,7 +70,7 @@ static int ring_put(struct vr_ring *r, uint32_t *prod, uint32_t *room, const uin
 		return -EINVAL;
 	if (!*room)
 		return -ENOMEM;
-	memcpy(r->slots + ((size_t)(*prod & (r->n - 1)) << r->shift), req + *off, bytes);
+	memcpy(urd_queue_slot(&r->q, *prod), req + *off, bytes);
 	(*prod)++;
 	(*room)--;
 	*off += pad(bytes);
@@ -90,8 +91,8 @@ static int fwd_post_send(struct vr_ctx *ctx, const uint8_t *req, uint32_t len,
 		return -EINVAL;
 	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
 		return -EINVAL;         /* as the library refuses before RTR */
-	slot_bytes = 1u << qp->sq.shift;
-	prod = urd_load_acquire(&qp->sq.hdr->prod);
+	slot_bytes = 1u << qp->sq.q.shift;
+	prod = urd_queue_load_prod(&qp->sq.q);
 	ret = ring_room(&qp->sq, qp->cap.max_send_wr, prod, &room);
 	if (ret)
 		return ret;
@@ -124,8 +125,8 @@ static int fwd_post_send(struct vr_ctx *ctx, const uint8_t *req, uint32_t len,
 	}
 	o->posted = i;
 	if (i) {
-		/* pairs with the engine's acquire of prod: the WQEs are visible */
-		urd_store_release(&qp->sq.hdr->prod, prod);
+		/* the WQEs are visible to the engine first */
+		urd_queue_publish_prod(&qp->sq.q, prod);
 		fwd_doorbell(qp->vr, qp->db_index);
 	}
 	return ret;
@@ -137,10 +138,10 @@ static int fwd_post_recv_ring(struct vr_ring *ring, uint32_t max_sge, uint32_t l
 			      const uint8_t *req, uint32_t len, struct urd_fwd_post_resp *o)
 {
 	const struct urd_fwd_post_req *r = (const void *)req;
-	uint32_t off = sizeof(*r), prod, room, slot_bytes = 1u << ring->shift, i;
+	uint32_t off = sizeof(*r), prod, room, slot_bytes = 1u << ring->q.shift, i;
 	int ret;
 
-	prod = urd_load_acquire(&ring->hdr->prod);
+	prod = urd_queue_load_prod(&ring->q);
 	ret = ring_room(ring, limit, prod, &room);
 	if (ret)
 		return ret;
@@ -165,8 +166,7 @@ static int fwd_post_recv_ring(struct vr_ring *ring, uint32_t max_sge, uint32_t l
 	}
 	o->posted = i;
 	if (i)
-		/* pairs with the engine's acquire of prod */
-		urd_store_release(&ring->hdr->prod, prod);
+		urd_queue_publish_prod(&ring->q, prod);
 	return ret;
 }
 
@@ -212,24 +212,19 @@ static int fwd_poll_cq(struct vr_ctx *ctx, const uint8_t *req, uint8_t *resp, ui
 	if (!cq)
 		return -EINVAL;
 	ring = &cq->ring;
-	cons = urd_load_acquire(&ring->hdr->cons);
-	avail = ring->head - cons;
-	if (avail > ring->n) {
-		/* a consumer index nobody honest wrote: take the newest ring's worth */
-		cons = ring->head - ring->n;
-		avail = ring->n;
-	}
+	/* a consumer index nobody honest wrote: take the newest ring's worth */
+	cons = urd_queue_cons_clamped(&ring->q);
+	avail = ring->q.own - cons;
 	n = r->max < URD_FWD_POLL_MAX ? r->max : URD_FWD_POLL_MAX;
 	if (n > avail)
 		n = avail;
 	for (uint32_t i = 0; i < n; i++)
-		memcpy(&o->cqe[i], ring->slots + ((size_t)((cons + i) & (ring->n - 1)) << ring->shift),
-		       sizeof(struct urd_cqe));
+		memcpy(&o->cqe[i], urd_queue_slot(&ring->q, cons + i), sizeof(struct urd_cqe));
 	o->n = n;
 	*resp_len = (uint32_t)(sizeof(*o) + n * sizeof(struct urd_cqe));
 	if (n)
-		/* the engine may reuse the slots: pairs with cq_push's acquire of cons */
-		urd_store_release(&ring->hdr->cons, cons + n);
+		/* the engine may reuse the slots */
+		urd_queue_release_cons(&ring->q, cons + n);
 	return 0;
 }
 
@@ -245,11 +240,11 @@ static int fwd_req_notify(struct vr_ctx *ctx, const uint8_t *req)
 	if (!cq)
 		return -EINVAL;
 	if (want == URD_CQ_ARM_SOLICITED &&
-	    urd_load_relaxed(&cq->ring.hdr->arm) == URD_CQ_ARM_ANY) {
+	    urd_load_relaxed(&cq->ring.q.hdr->arm) == URD_CQ_ARM_ANY) {
 		urd_smp_mb();
 		return 0;
 	}
-	urd_store_release(&cq->ring.hdr->arm, want);
+	urd_store_release(&cq->ring.q.hdr->arm, want);
 	urd_smp_mb();
 	return 0;
 }

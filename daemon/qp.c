@@ -64,14 +64,14 @@ int op_create_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSE
 	cap.max_inline_data = room < URD_MAX_INLINE ? room : URD_MAX_INLINE;
 	cap.max_send_sge = room / sizeof(struct urd_sge) < URD_MAX_SGE ?
 			   room / (uint32_t)sizeof(struct urd_sge) : URD_MAX_SGE;
-	cap.max_send_wr = qp->sq.n;
+	cap.max_send_wr = qp->sq.q.n;
 	if (!srq) {
 		uint32_t rb = recv_wqe_bytes(cap.max_recv_sge);
 
 		ret = ring_alloc(vr, &qp->rq, roundup_pow2(cap.max_recv_wr ? cap.max_recv_wr : 1), rb);
 		if (ret)
 			goto err_sq;
-		cap.max_recv_wr = qp->rq.n;
+		cap.max_recv_wr = qp->rq.q.n;
 		cap.max_recv_sge = (rb - (uint32_t)sizeof(struct urd_recv_wqe)) / (uint32_t)sizeof(struct urd_sge);
 		if (cap.max_recv_sge > URD_MAX_SGE)
 			cap.max_recv_sge = URD_MAX_SGE;
@@ -110,11 +110,11 @@ int op_create_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSE
 	o->db_index = db;
 	o->cap = cap;
 	o->sq_off = qp->sq.off;
-	o->sq_n = qp->sq.n;
-	o->sq_wqe_shift = qp->sq.shift;
+	o->sq_n = qp->sq.q.n;
+	o->sq_wqe_shift = qp->sq.q.shift;
 	o->rq_off = srq ? 0 : qp->rq.off;
-	o->rq_n = srq ? 0 : qp->rq.n;
-	o->rq_wqe_shift = srq ? 0 : qp->rq.shift;
+	o->rq_n = srq ? 0 : qp->rq.q.n;
+	o->rq_wqe_shift = srq ? 0 : qp->rq.q.shift;
 	return 0;
 
 err_rq:

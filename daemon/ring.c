@@ -56,12 +56,7 @@ int ring_alloc(struct urd_vrnic *vr, struct vr_ring *r, uint32_t n, uint32_t slo
 	memset(vr->map + off, 0, bytes);
 	r->off = off;
 	r->bytes = bytes;
-	r->hdr = (struct urd_ring_hdr *)(vr->map + off);
-	r->slots = vr->map + off + URD_RING_HDR_SIZE;
-	r->n = n;
-	r->shift = ilog2(slot_bytes);
-	r->head = 0;
-	r->seen = 0;
+	urd_queue_init(&r->q, vr->map + off, n, ilog2(slot_bytes));
 	r->polling = false;
 	return 0;
 }
@@ -78,9 +73,9 @@ void ring_reset(struct vr_ring *r)
 	if (!r->bytes)
 		return;
 	/* drop whatever the tenant posted: RESET empties the queues (no completions) */
-	r->head = urd_load_acquire(&r->hdr->prod);
-	r->seen = r->head;
+	r->q.own = urd_queue_load_prod(&r->q);
+	r->q.seen = r->q.own;
 	r->polling = false;
-	urd_store_relaxed(&r->hdr->polling, 0);
-	urd_store_release(&r->hdr->cons, r->head);
+	urd_store_relaxed(&r->q.hdr->polling, 0);
+	urd_queue_release_cons(&r->q, r->q.own);
 }

@@ -26,8 +26,8 @@ static void srq_fill(const struct vr_srq *srq, struct urd_srq_resp *o)
 	o->max_wr = srq->max_wr;
 	o->max_sge = srq->max_sge;
 	o->srq_limit = srq->limit;
-	o->nentries = srq->ring.n;
-	o->wqe_shift = srq->ring.shift;
+	o->nentries = srq->ring.q.n;
+	o->wqe_shift = srq->ring.q.shift;
 	o->ring_off = srq->ring.off;
 }
 

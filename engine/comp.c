@@ -19,38 +19,33 @@
 
 static int cq_push(struct vr_cq *cq, const struct urd_cqe *cqe, bool solicited)
 {
-	struct vr_ring *r = &cq->ring;
-	uint32_t cons, arm;
+	struct urd_queue *q = &cq->ring.q;
+	uint32_t arm;
 
 	if (cq->overflowed)
 		return -ENOSPC;
 	/* The consumer index is the tenant's: a value that makes the ring look
-	 * fuller than it can be is treated as an overrun, never trusted. */
-	if (r->head - r->seen < r->n) {
-		cons = r->seen;         /* room known from the last read: no shared load */
-	} else {
-		cons = urd_load_acquire(&r->hdr->cons);
-		r->seen = cons;
-	}
-	if (r->head - cons >= r->n) {
+	 * fuller than it can be is treated as an overrun, never trusted; it is
+	 * read only when the last value read says full (ring.h). */
+	if (!urd_queue_room(q, q->n)) {
 		cq->overflowed = true;
-		r->hdr->flags |= URD_RING_F_ERROR;
+		q->hdr->flags |= URD_RING_F_ERROR;
 		ctx_post_async(cq->obj.ctx, IBV_EVENT_CQ_ERR, URD_OBJ_CQ, cq->obj.handle);
 		return -ENOSPC;
 	}
-	memcpy(r->slots + ((size_t)(r->head & (r->n - 1)) << r->shift), cqe, sizeof(*cqe));
-	r->head++;
-	/* pairs with poll_cq's load_acquire of prod: the CQE is visible first */
-	urd_store_release(&r->hdr->prod, r->head);
+	memcpy(urd_queue_slot(q, q->own), cqe, sizeof(*cqe));
+	q->own++;
+	/* the CQE is visible before poll_cq sees prod move */
+	urd_queue_publish_prod(q, q->own);
 	/* Dekker with req_notify_cq: the library stores arm, fences, then polls
 	 * prod; we store prod, fence, then read arm.  One of us sees the other. */
 	urd_smp_mb();
-	arm = urd_load_relaxed(&r->hdr->arm);
+	arm = urd_load_relaxed(&q->hdr->arm);
 	if (arm == URD_CQ_ARM_ANY || (arm == URD_CQ_ARM_SOLICITED &&
 				      (solicited || cqe->status != IBV_WC_SUCCESS))) {
-		if (urd_exchange(&r->hdr->arm, URD_CQ_ARM_NONE) != URD_CQ_ARM_NONE) {
+		if (urd_exchange(&q->hdr->arm, URD_CQ_ARM_NONE) != URD_CQ_ARM_NONE) {
 			cq->events++;
-			urd_store_release(&r->hdr->events, cq->events);
+			urd_store_release(&q->hdr->events, cq->events);
 			ctx_notify(cq->obj.ctx);
 		}
 	}
@@ -169,11 +164,10 @@ bool flush_recv_queue(struct vr_qp *qp, uint32_t *budget)
 	}
 	if (!r->bytes)
 		return false;
-	prod = urd_load_acquire(&r->hdr->prod);
-	if (prod - r->head > r->n)
-		prod = r->head + r->n;  /* a lying producer index: flush at most a ring */
-	while (r->head != prod) {
-		const struct urd_recv_wqe *w = (const void *)(r->slots + ((size_t)(r->head & (r->n - 1)) << r->shift));
+	/* a lying producer index: flush at most a ring */
+	prod = r->q.own + urd_queue_filled(&r->q);
+	while (r->q.own != prod) {
+		const struct urd_recv_wqe *w = urd_queue_slot(&r->q, r->q.own);
 		struct urd_cqe c;
 
 		if (!*budget)
@@ -185,8 +179,7 @@ bool flush_recv_queue(struct vr_qp *qp, uint32_t *budget)
 		c.vendor_err = IBV_WC_WR_FLUSH_ERR;
 		c.opcode = IBV_WC_RECV;
 		c.qp_num = qp->qpn;
-		r->head++;
-		urd_store_release(&r->hdr->cons, r->head);     /* slot free before its CQE */
+		urd_queue_advance_cons(&r->q);  /* slot free before its CQE */
 		if (post_cqe(qp, qp->rcq, &c, false))
 			break;
 	}

@@ -137,9 +137,7 @@ static void xfer_end(struct vr_qp *qp)
  * (rxe orders it the same way). */
 static void sq_advance(struct vr_ring *sq)
 {
-	sq->head++;
-	/* pairs with the library's load_acquire of cons: the slot is free */
-	urd_store_release(&sq->hdr->cons, sq->head);
+	urd_queue_advance_cons(&sq->q);
 }
 
 static inline enum req_state req_fail(struct req_wqe *c, enum ibv_wc_status st)
@@ -227,7 +225,7 @@ static inline enum req_state req_admit(struct req_wqe *c)
 	struct vr_qp *qp = c->qp;
 
 	if ((qp->vr->qos.rate_bytes || qp->vr->qos.rate_ops) && !c->resume &&
-	    !(qp->eng.retry_armed && qp->eng.retry_head == qp->sq.head)) {
+	    !(qp->eng.retry_armed && qp->eng.retry_head == qp->sq.q.own)) {
 		uint64_t until, now = c->now;
 
 		if (!qos_admit(qp->vr, c->len, now, &until)) {
@@ -262,7 +260,7 @@ static inline enum req_state req_piece(struct req_wqe *c)
 		memcpy(x->wqe, c->w, c->slot_bytes);
 		c->w = (const struct urd_send_wqe *)x->wqe;
 		x->tx = true;
-		x->tx_head = qp->sq.head;
+		x->tx_head = qp->sq.q.own;
 		x->tx_token = ++qp->vr->d->eng.xfer_token;
 		x->tx_done = 0;
 	}
@@ -329,9 +327,9 @@ static inline enum req_state req_arm_retry(struct req_wqe *c)
 {
 	struct vr_qp *qp = c->qp;
 
-	if (!qp->eng.retry_armed || qp->eng.retry_head != qp->sq.head) {
+	if (!qp->eng.retry_armed || qp->eng.retry_head != qp->sq.q.own) {
 		qp->eng.retry_armed = true;
-		qp->eng.retry_head = qp->sq.head;
+		qp->eng.retry_head = qp->sq.q.own;
 		qp->eng.rnr_left = qp->attr.rnr_retry;
 		qp->eng.retry_left = qp->attr.retry_cnt;
 	}
@@ -494,41 +492,42 @@ static void sq_unwatch(struct vr_ring *sq)
 {
 	if (sq->polling) {
 		sq->polling = false;
-		urd_store_relaxed(&sq->hdr->polling, 0);
+		urd_store_relaxed(&sq->q.hdr->polling, 0);
 	}
 }
 
-/* Reads the tenant's producer index into sq->seen; true if WQEs wait.
+/* Reads the tenant's producer index into sq->q.seen; true if WQEs wait.
  * Called once per batch, when the WQEs read last time are done, not per WQE:
  * prod's line is the one the poster keeps writing. */
 static bool sq_fetch(struct vr_qp *qp)
 {
 	struct vr_ring *sq = &qp->sq;
-	uint32_t prod = urd_load_acquire(&sq->hdr->prod);
+	uint32_t prod = urd_queue_load_prod(&sq->q);
 
-	if (prod == sq->head && sq->polling) {
+	if (prod == sq->q.own && sq->polling) {
 		/* About to drop the queue: Dekker with the library's doorbell skip
-		 * (abi.h, urd_ring_hdr.polling).  Either we see its new prod here
-		 * or it sees polling == 0 and rings the doorbell. */
+		 * (abi.h, urd_ring_hdr.polling; urd_queue_needs_doorbell()).
+		 * Either we see its new prod here or it sees polling == 0 and
+		 * rings the doorbell. */
 		sq_unwatch(sq);
 		urd_smp_mb();
-		prod = urd_load_acquire(&sq->hdr->prod);
+		prod = urd_queue_load_prod(&sq->q);
 	}
-	if (prod - sq->head > sq->n) {
+	if (!urd_queue_prod_ok(&sq->q, prod)) {
 		/* a producer index no honest library writes: this QP is broken */
 		sq_unwatch(sq);
-		sq->head = sq->seen = prod;
-		urd_store_release(&sq->hdr->cons, sq->head);
+		sq->q.own = sq->q.seen = prod;
+		urd_queue_release_cons(&sq->q, sq->q.own);
 		qp_fail(qp, QP_FAIL_FATAL);
 		return false;
 	}
-	sq->seen = prod;
-	if (prod == sq->head)
+	sq->q.seen = prod;
+	if (prod == sq->q.own)
 		return false;
 	if (!sq->polling) {
 		/* the library may skip its doorbell while we run this queue */
 		sq->polling = true;
-		urd_store_relaxed(&sq->hdr->polling, 1);
+		urd_store_relaxed(&sq->q.hdr->polling, 1);
 	}
 	return true;
 }
@@ -559,11 +558,11 @@ static inline const struct urd_send_wqe *sq_head_wqe(struct vr_qp *qp, uint8_t *
 	struct vr_ring *sq = &qp->sq;
 
 	if (__builtin_expect(qp->eng.xfer && qp->eng.xfer->tx, 0)) {
-		if (qp->eng.xfer->tx_head == sq->head)
+		if (qp->eng.xfer->tx_head == sq->q.own)
 			return (const struct urd_send_wqe *)qp->eng.xfer->wqe; /* in pieces: its saved copy */
 		xfer_end(qp);   /* not the head any more: cannot happen, but never trust it */
 	}
-	wqe_copy(buf, sq->slots + ((size_t)(sq->head & (sq->n - 1)) << sq->shift), slot_bytes);
+	wqe_copy(buf, urd_queue_slot(&sq->q, sq->q.own), slot_bytes);
 	return (const struct urd_send_wqe *)buf;
 }
 
@@ -577,7 +576,7 @@ static __attribute__((noinline)) bool flush_run(struct vr_qp *qp, uint32_t budge
 {
 	struct vr_ring *sq = &qp->sq;
 	uint8_t buf[WQE_MAX_BYTES] __attribute__((aligned(64)));
-	uint32_t slot_bytes = 1u << sq->shift;
+	uint32_t slot_bytes = 1u << sq->q.shift;
 
 	if (flush_recv_queue(qp, flush))
 		return true;
@@ -588,7 +587,7 @@ static __attribute__((noinline)) bool flush_run(struct vr_qp *qp, uint32_t budge
 
 		if (*bytes <= 0)
 			return true;
-		if (sq->seen == sq->head && !sq_fetch(qp))
+		if (sq->q.seen == sq->q.own && !sq_fetch(qp))
 			return false;
 		w = sq_head_wqe(qp, buf, slot_bytes);
 		*bytes -= WQE_COST;
@@ -608,7 +607,7 @@ static bool req_run(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *by
 {
 	struct vr_ring *sq = &qp->sq;
 	uint8_t buf[WQE_MAX_BYTES] __attribute__((aligned(64)));
-	uint32_t slot_bytes = 1u << sq->shift;
+	uint32_t slot_bytes = 1u << sq->q.shift;
 
 	if (slot_bytes > sizeof(buf) || slot_bytes < URD_SEND_WQE_HDR)
 		return false;
@@ -618,7 +617,7 @@ static bool req_run(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *by
 
 		if (*bytes <= 0)
 			return true;
-		if (sq->seen == sq->head && !sq_fetch(qp))
+		if (sq->q.seen == sq->q.own && !sq_fetch(qp))
 			return false;
 		if (qp->state != IBV_QPS_RTS) {
 			sq_unwatch(sq);

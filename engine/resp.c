@@ -22,13 +22,13 @@
 static const struct urd_recv_wqe *recv_peek(struct vr_qp *qp, uint8_t *buf, uint32_t *max_sge)
 {
 	struct vr_ring *r = qp->srq ? &qp->srq->ring : &qp->rq;
-	uint32_t prod = urd_load_acquire(&r->hdr->prod);
-	size_t bytes = (size_t)1 << r->shift;
+	uint32_t prod = urd_queue_load_prod(&r->q);
+	size_t bytes = (size_t)1 << r->q.shift;
 
-	if (!r->bytes || prod == r->head || prod - r->head > r->n)
+	if (!r->bytes || prod == r->q.own || !urd_queue_prod_ok(&r->q, prod))
 		return NULL;
 	{
-		const uint8_t *slot = r->slots + ((size_t)(r->head & (r->n - 1)) << r->shift);
+		const uint8_t *slot = urd_queue_slot(&r->q, r->q.own);
 		struct urd_recv_wqe *rw = (struct urd_recv_wqe *)buf;
 		size_t sges;
 
@@ -49,10 +49,10 @@ static void recv_commit(struct vr_qp *qp)
 	struct vr_srq *srq = qp->srq;
 	struct vr_ring *r = srq ? &srq->ring : &qp->rq;
 
-	r->head++;
-	urd_store_release(&r->hdr->cons, r->head);
+	urd_queue_advance_cons(&r->q);
 	if (srq && srq->limit) {
-		uint32_t left = urd_load_acquire(&r->hdr->prod) - r->head;
+		/* at most n: a lying prod never fires it (limit <= max_wr = n) */
+		uint32_t left = urd_queue_filled(&r->q);
 
 		if (left < srq->limit) {        /* IB spec 10.2.9.4: fires once, then disarms */
 			srq->limit = 0;

@@ -76,11 +76,11 @@ static uint64_t check_ring(const struct urd_vrnic *vr, const struct vr_ring *r, 
 	if (!r->bytes)
 		return 0;
 	if (r->off < URD_ARENA_OFF || r->off + r->bytes > URD_REGION_CTRL_SIZE || r->off % URD_PAGE_SIZE ||
-	    r->hdr != (struct urd_ring_hdr *)(vr->map + r->off) || r->slots != vr->map + r->off + URD_RING_HDR_SIZE ||
-	    !r->n || (r->n & (r->n - 1)) || r->shift > 20 ||
-	    URD_RING_HDR_SIZE + ((uint64_t)r->n << r->shift) > r->bytes)
+	    r->q.hdr != (struct urd_ring_hdr *)(vr->map + r->off) || r->q.slots != vr->map + r->off + URD_RING_HDR_SIZE ||
+	    !r->q.n || (r->q.n & (r->q.n - 1)) || r->q.shift > 20 ||
+	    URD_RING_HDR_SIZE + ((uint64_t)r->q.n << r->q.shift) > r->bytes)
 		fz_fail("vrnic %s: bad %s ring (off %#llx bytes %#llx n %u shift %u)", vr->name, what,
-			(unsigned long long)r->off, (unsigned long long)r->bytes, r->n, r->shift);
+			(unsigned long long)r->off, (unsigned long long)r->bytes, r->q.n, r->q.shift);
 	return r->bytes;
 }
 

@@ -59,10 +59,8 @@ static void *zalloc(size_t n)
 
 static void ring_init(struct vr_ring *r, uint32_t n, uint32_t slot)
 {
-	r->hdr = zalloc(URD_RING_HDR_SIZE);
-	r->slots = zalloc((size_t)n * slot);
-	r->n = n;
-	r->shift = (uint32_t)__builtin_ctz(slot);
+	urd_queue_init(&r->q, zalloc(URD_RING_HDR_SIZE + (size_t)n * slot), n,
+		       (uint32_t)__builtin_ctz(slot));
 	r->bytes = URD_RING_HDR_SIZE + (uint64_t)n * slot;
 }
 
@@ -171,8 +169,8 @@ static void post_send(struct vr_qp *qp, uint8_t opcode, uint64_t wr_id, uint8_t 
 		      const struct vr_mr *lmr, uint64_t raddr, uint32_t rkey)
 {
 	struct vr_ring *r = &qp->sq;
-	uint32_t prod = r->hdr->prod;
-	struct urd_send_wqe *w = (void *)(r->slots + ((size_t)(prod & (r->n - 1)) << r->shift));
+	uint32_t prod = r->q.hdr->prod;
+	struct urd_send_wqe *w = urd_queue_slot(&r->q, prod);
 	struct urd_sge *sg = (void *)(w + 1);
 
 	memset(w, 0, SQ_SLOT);
@@ -185,15 +183,15 @@ static void post_send(struct vr_qp *qp, uint8_t opcode, uint64_t wr_id, uint8_t 
 	sg->addr = (uintptr_t)local;
 	sg->length = len;
 	sg->lkey = lmr->lkey;
-	urd_store_release(&r->hdr->prod, prod + 1);
+	urd_store_release(&r->q.hdr->prod, prod + 1);
 	ring_doorbell(qp);
 }
 
 static void post_recv(struct vr_qp *qp, uint64_t wr_id, uint8_t *local, uint32_t len, const struct vr_mr *lmr)
 {
 	struct vr_ring *r = &qp->rq;
-	uint32_t prod = r->hdr->prod;
-	struct urd_recv_wqe *w = (void *)(r->slots + ((size_t)(prod & (r->n - 1)) << r->shift));
+	uint32_t prod = r->q.hdr->prod;
+	struct urd_recv_wqe *w = urd_queue_slot(&r->q, prod);
 	struct urd_sge *sg = (void *)(w + 1);
 
 	w->wr_id = wr_id;
@@ -201,17 +199,17 @@ static void post_recv(struct vr_qp *qp, uint64_t wr_id, uint8_t *local, uint32_t
 	sg->addr = (uintptr_t)local;
 	sg->length = len;
 	sg->lkey = lmr->lkey;
-	urd_store_release(&r->hdr->prod, prod + 1);
+	urd_store_release(&r->q.hdr->prod, prod + 1);
 }
 
 static bool poll_cqe(struct urd_cqe *out)
 {
-	struct urd_ring_hdr *h = cq.ring.hdr;
+	struct urd_ring_hdr *h = cq.ring.q.hdr;
 	uint32_t cons = h->cons;
 
 	if (cons == urd_load_acquire(&h->prod))
 		return false;
-	memcpy(out, cq.ring.slots + ((size_t)(cons & (cq.ring.n - 1)) << cq.ring.shift), sizeof(*out));
+	memcpy(out, urd_queue_slot(&cq.ring.q, cons), sizeof(*out));
 	urd_store_release(&h->cons, cons + 1);
 	return true;
 }
