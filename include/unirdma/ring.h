@@ -15,9 +15,17 @@
  *   Each side keeps its own index privately in struct urd_queue.own and
  *   only ever STORES it into the header (urd_queue_publish_prod(),
  *   urd_queue_release_cons()); it reads its own index back from the region
- *   only when it attaches (urd_queue_attach_*()).  The other side's index is read from the header, with an
- *   acquire that pairs with the other side's release, and cached in .seen
- *   where a side reads it once per batch.
+ *   only when it attaches (urd_queue_attach_*()).  The other side's index
+ *   is read from the header with an acquire that pairs with the other
+ *   side's release, and cached in .seen where a side reads it once per
+ *   batch (the engine's SQ prod, the CQ's cons, the library's SQ/RQ cons).
+ * - The API, by role:
+ *     both      urd_queue_init, urd_queue_slot, urd_queue_attach_prod/_cons
+ *     producer  urd_queue_room (cached cons), urd_queue_publish_prod,
+ *               urd_queue_needs_doorbell (SQ only: hides the fence)
+ *     consumer  urd_queue_load_prod + urd_queue_prod_ok, urd_queue_filled
+ *               (clamped), urd_queue_release_cons, urd_queue_advance_cons
+ *     proxy     urd_queue_cons_clamped (see Proxies)
  * - Trust: the tenant can write every byte of the header.  The daemon reads
  *   the tenant's index only through the functions below, which bound it by
  *   the daemon's own index: an honest producer is at most n ahead of the
