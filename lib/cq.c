@@ -63,7 +63,7 @@ int urd_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	avail = urd_queue_filled(&cq->q);
 	n = avail < (uint32_t)ne ? avail : (uint32_t)ne;
 	for (uint32_t i = 0; i < n; i++)
-		cqe_to_wc(urd_queue_slot(&cq->q, cq->q.own + i), &wc[i]);
+		cqe_to_wc(urd_queue_slot_fixed(&cq->q, cq->q.own + i, CQE_SHIFT), &wc[i]);
 	if (n) {
 		cq->q.own += n;
 		cq->empty_polls = 0;
@@ -110,7 +110,7 @@ static inline struct urd_cq *ex_to_ucq(struct ibv_cq_ex *ex)
 /* Take the CQE at cons; the caller checked that there is one. */
 static inline void ex_take(struct urd_cq *cq)
 {
-	memcpy(&cq->cur_copy, urd_queue_slot(&cq->q, cq->q.own), sizeof(cq->cur_copy));
+	memcpy(&cq->cur_copy, urd_queue_slot_fixed(&cq->q, cq->q.own, CQE_SHIFT), sizeof(cq->cur_copy));
 	cq->q.own++;
 	cq->ex.wr_id = cq->cur_copy.wr_id;
 	cq->ex.status = (enum ibv_wc_status)cq->cur_copy.status;

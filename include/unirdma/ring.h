@@ -20,7 +20,7 @@
  *   side's release, and cached in .seen where a side reads it once per
  *   batch (the engine's SQ prod, the CQ's cons, the library's SQ/RQ cons).
  * - The API, by role:
- *     both      urd_queue_init, urd_queue_slot, urd_queue_attach_prod/_cons
+ *     both      urd_queue_init, urd_queue_slot(_fixed), urd_queue_attach_prod/_cons
  *     producer  urd_queue_room (cached cons), urd_queue_publish_prod,
  *               urd_queue_needs_doorbell (SQ only: hides the fence)
  *     consumer  urd_queue_load_prod + urd_queue_prod_ok, urd_queue_filled
@@ -93,6 +93,14 @@ static inline void urd_queue_attach_cons(struct urd_queue *q)
 static inline void *urd_queue_slot(const struct urd_queue *q, uint32_t idx)
 {
 	return q->slots + ((size_t)(idx & (q->n - 1)) << q->shift);
+}
+
+/* The same where the caller knows the slot size at compile time (shift ==
+ * q->shift, a constant: the library's CQ, one CQE a slot), so that the
+ * shift is an immediate in the data path's address computation. */
+static inline void *urd_queue_slot_fixed(const struct urd_queue *q, uint32_t idx, uint32_t shift)
+{
+	return q->slots + ((size_t)(idx & (q->n - 1)) << shift);
 }
 
 /* ------------------------------------------------------------ producer */

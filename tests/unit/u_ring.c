@@ -5,7 +5,7 @@
  * ring.h, so this is where the lies are tried: for each reader, every
  * distance between the two indices (honest ones, one past a ring, far ahead,
  * behind), at several points of the 32-bit wrap.
- * 1. urd_queue_slot() stays inside the ring for any index.
+ * 1. urd_queue_slot() (and _fixed) stays inside the ring for any index.
  * 2. Producer: urd_queue_room() gives lim - used for an honest cons, 0 for
  *    any impossible one, and does not read cons while the cached value
  *    already shows room (the shared line is read once per batch).
@@ -62,6 +62,7 @@ static void test_slot(void)
 		uint8_t *s = urd_queue_slot(&q, idx);
 
 		CHECK(s == q.slots + ((size_t)(idx % N) << SHIFT), "slot of %#x", idx);
+		CHECK(urd_queue_slot_fixed(&q, idx, SHIFT) == s, "slot_fixed of %#x", idx);
 		if (s < q.slots || s + (1u << SHIFT) > mem + sizeof(mem)) {
 			CHECK(0, "slot of %#x outside the ring", idx);
 			break;
