@@ -24,6 +24,7 @@
 #include "daemon.h"
 #include "futex.h"
 #include "log.h"
+#include "unirdma/opcode.h"
 
 #define ADMIN_MAX_REQ 65536
 #define ADMIN_DEADLINE_MS 2000          /* for a whole request, from accept */
@@ -32,12 +33,6 @@
 static int listen_fd = -1;
 static pthread_t admin_thread;
 static struct urd_daemon *admin_d;
-
-static const char *const op_names[URD_WR_NUM_OPCODES] = {
-	[URD_WR_RDMA_WRITE] = "rdma_write", [URD_WR_RDMA_WRITE_WITH_IMM] = "rdma_write_imm",
-	[URD_WR_SEND] = "send", [URD_WR_SEND_WITH_IMM] = "send_imm", [URD_WR_RDMA_READ] = "rdma_read",
-	[URD_WR_ATOMIC_CMP_AND_SWP] = "atomic_cmp_swp", [URD_WR_ATOMIC_FETCH_AND_ADD] = "atomic_fetch_add",
-};
 
 #define ADD_I64(o, k, v) json_object_object_add((o), (k), json_object_new_int64((int64_t)(v)))
 
@@ -62,7 +57,7 @@ static json_object *counters_json(const struct urd_counters *c)
 		ADD_I64(e, "tx_bytes", c->tx_op_bytes[i]);
 		ADD_I64(e, "rx_ops", c->rx_op_ops[i]);
 		ADD_I64(e, "rx_bytes", c->rx_op_bytes[i]);
-		json_object_object_add(by, op_names[i], e);
+		json_object_object_add(by, urd_opcodes[i].name, e);
 	}
 	json_object_object_add(o, "by_opcode", by);
 	return o;

@@ -22,13 +22,10 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "unirdma/opcode.h"
 
 static struct MHD_Daemon *mhd;
 static int bound_port;
-
-static const char *const op_label[URD_WR_NUM_OPCODES] = {
-	"rdma_write", "rdma_write_imm", "send", "send_imm", "rdma_read", "atomic_cmp_swp", "atomic_fetch_add",
-};
 
 struct family {
 	const char *name, *type, *help;
@@ -144,7 +141,7 @@ static void by_opcode(FILE *f, const struct snap *s, const char *name, const cha
 					       : (bytes ? vr->cnt.rx_op_bytes : vr->cnt.rx_op_ops);
 
 			fprintf(f, "%s{vrnic=\"%s\",tenant=\"%s\",opcode=\"%s\"} %llu\n", name, vr->name,
-				vr->tenant, op_label[op], (unsigned long long)v[op]);
+				vr->tenant, urd_opcodes[op].name, (unsigned long long)v[op]);
 		}
 	}
 }

@@ -23,6 +23,7 @@
 
 #include "engine.h"
 #include "objects.h"
+#include "unirdma/opcode.h"
 
 /* A validated scatter/gather element: a range of an MR, or flat engine memory
  * (inline data, atomic results). */
@@ -34,26 +35,6 @@ struct vsge {
 };
 
 #define ENGINE_MAX_SGE URD_MAX_SGE
-
-/* opcode.c: what each work-request opcode does (IB spec 9.4, table 38). */
-enum {
-	OPF_SEND      = 1u << 0,        /* consumes a receive WQE at the responder */
-	OPF_IMM       = 1u << 1,        /* carries immediate data */
-	OPF_WRITE     = 1u << 2,
-	OPF_READ      = 1u << 3,
-	OPF_ATOMIC    = 1u << 4,
-	OPF_RC_ONLY   = 1u << 5,
-	OPF_LOCAL_WR  = 1u << 6,        /* the local SGEs are written (read response, atomic result) */
-};
-
-struct opcode_info {
-	const char *name;
-	uint32_t flags;
-	uint32_t remote_access;         /* IBV_ACCESS_REMOTE_* the target MR and QP must grant */
-	enum ibv_wc_opcode wc_opcode;
-};
-
-extern const struct opcode_info urd_opcodes[URD_WR_NUM_OPCODES];
 
 /* The responder's answer to one request (IB spec 9.7.5.2: ACK / NAK codes). */
 enum resp_result {
@@ -97,11 +78,12 @@ struct engine_xfer {
 struct packet {
 	struct vr_qp *src;
 	const struct urd_send_wqe *wqe;
-	const struct opcode_info *op;
+	const struct urd_opcode_info *op;
 	struct vsge *local;             /* gather (send/write) or scatter (read/atomic) list */
 	uint32_t nlocal;
 	uint32_t len;                   /* this piece's length (the whole message unless in pieces) */
 	uint32_t total;                 /* the message's length */
+	uint32_t mask;                  /* op's URD_OPF_* flags on this QP type */
 	uint64_t off;                   /* this piece's offset in the message */
 	uint64_t token;                 /* the message, across its pieces */
 	uint64_t atomic_orig;           /* result of an atomic */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "priv.h"
+#include "unirdma/opcode.h"
 
 static_assert(sizeof(struct ibv_sge) == sizeof(struct urd_sge) &&
 	      offsetof(struct ibv_sge, addr) == offsetof(struct urd_sge, addr) &&
@@ -40,23 +41,6 @@ static_assert(IBV_QP_EX_WITH_RDMA_WRITE == 1 << IBV_WR_RDMA_WRITE &&
 	      IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP == 1 << IBV_WR_ATOMIC_CMP_AND_SWP &&
 	      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD == 1 << IBV_WR_ATOMIC_FETCH_AND_ADD,
 	      "send_ops_flags bit per opcode");
-
-/* Opcodes each QP type may post (IB spec 9.8.x, operations per transport
- * service): RC all seven, UD sends only. */
-static const uint64_t RC_OPS = (1u << URD_WR_NUM_OPCODES) - 1;
-static const uint64_t UD_OPS = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-
-/* Opcodes whose payload goes out from our side and may be inline. */
-static bool carries_data(uint32_t op)
-{
-	return op == URD_WR_RDMA_WRITE || op == URD_WR_RDMA_WRITE_WITH_IMM ||
-	       op == URD_WR_SEND || op == URD_WR_SEND_WITH_IMM;
-}
-
-static bool has_imm(uint32_t op)
-{
-	return op == URD_WR_RDMA_WRITE_WITH_IMM || op == URD_WR_SEND_WITH_IMM;
-}
 
 int urd_wq_map(struct urd_context *ctx, struct urd_wq *wq, uint64_t off,
 	       uint32_t n, uint32_t shift, uint32_t min_slot)
@@ -133,13 +117,13 @@ int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
 {
 	const struct ibv_qp *ibqp = &qp->qpx.qp_base;
 	uint32_t op = (uint32_t)wr->opcode;
+	uint32_t mask = urd_opcode_mask(op, ibqp->qp_type);      /* opcode.h */
 
-	if (op >= URD_WR_NUM_OPCODES ||
-	    !((ibqp->qp_type == IBV_QPT_UD ? UD_OPS : RC_OPS) & (1ull << op))) {
+	if (!mask) {
 		*why = "opcode not allowed";
 		return EINVAL;
 	}
-	*inl = (wr->send_flags & IBV_SEND_INLINE) && carries_data(op);
+	*inl = (wr->send_flags & IBV_SEND_INLINE) && (mask & URD_OPF_INLINE);
 	if (wr->num_sge < 0 || (!*inl && (uint32_t)wr->num_sge > qp->sq.max_sge)) {
 		*why = "too many SGEs";
 		return EINVAL;
@@ -148,25 +132,16 @@ int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
 	w->wr_id = wr->wr_id;
 	w->opcode = (uint8_t)op;
 	w->flags = wqe_flags(qp, wr->send_flags);
-	if (has_imm(op))
+	if (mask & URD_OPF_IMM)
 		w->imm_data = wr->imm_data;
-
-	switch (op) {
-	case URD_WR_RDMA_WRITE:
-	case URD_WR_RDMA_WRITE_WITH_IMM:
-	case URD_WR_RDMA_READ:
+	if (mask & (URD_OPF_WRITE | URD_OPF_READ)) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
-		break;
-	case URD_WR_ATOMIC_CMP_AND_SWP:
-	case URD_WR_ATOMIC_FETCH_AND_ADD:
+	} else if (mask & URD_OPF_ATOMIC) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
-		break;
-	default:
-		break;
 	}
 	if (ibqp->qp_type == IBV_QPT_UD) {
 		struct ibv_ah *ah = wr->wr.ud.ah;
@@ -492,7 +467,7 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 
 	if (!w)
 		return;
-	if (!carries_data(w->opcode)) {
+	if (!(urd_opcode_mask(w->opcode, qpx->qp_base.qp_type) & URD_OPF_INLINE)) {
 		wr_fail(qp, EINVAL);
 		return;
 	}
@@ -659,7 +634,7 @@ static int create_qp(struct urd_context *ctx, struct ibv_qp_init_attr_ex *a,
 	if (!a->send_cq || !a->recv_cq || a->send_cq->context != c ||
 	    a->recv_cq->context != c || (a->srq && a->srq->context != c))
 		return -EINVAL;
-	type_ops = a->qp_type == IBV_QPT_UD ? UD_OPS : RC_OPS;
+	type_ops = urd_opcodes_valid(a->qp_type);
 	ops = type_ops;
 	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		if (a->send_ops_flags & ~type_ops)
