@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "futex.h"          /* urd_now_ns */
 
 #define ADMIN_TIMEOUT_MS 30000
 #define ADMIN_MAX_ANSWER (4 << 20)
@@ -35,10 +36,7 @@ const char *admin_socket_path(void)
 
 static long long now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)(urd_now_ns() / 1000000);
 }
 
 /* Connects to the admin socket; a path too long for sun_path goes through

@@ -471,13 +471,8 @@ static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 			until = now + 50000;    /* VM tenants cannot wake us: poll every 50 us */
 		if (until == UINT64_MAX)
 			until = now + 1000000000ull;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += (time_t)((until - now) / 1000000000ull);
-		ts.tv_nsec += (long)((until - now) % 1000000000ull);
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		/* an absolute deadline: the time spent since now counts too */
+		ts = urd_ns_timespec(urd_now_ns() + (until - now));
 		syscall(SYS_futex_waitv, w, n, 0, &ts, CLOCK_MONOTONIC);
 	}
 

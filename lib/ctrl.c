@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* ctrl.c - the control mailbox of a context, and the futex helpers.
+/* ctrl.c - the control mailbox of a context.
  *
  * A context owns one slot of the region (claimed with an OFD lock, see
  * device.c).  A request is written to the slot's request area and published
@@ -21,12 +21,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,33 +43,6 @@ void urd_dbg(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-/* The region is a MAP_SHARED file mapping that the daemon maps too, so these
- * futexes must be shared ones: no FUTEX_PRIVATE_FLAG. */
-int urd_futex_wait(uint32_t *addr, uint32_t val, long timeout_ns)
-{
-	struct timespec ts = {
-		.tv_sec = timeout_ns / 1000000000L,
-		.tv_nsec = timeout_ns % 1000000000L,
-	};
-
-	if (syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0) < 0)
-		return -errno;
-	return 0;
-}
-
-void urd_futex_wake(uint32_t *addr, int n)
-{
-	syscall(SYS_futex, addr, FUTEX_WAKE, n, NULL, NULL, 0);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* The daemon is gone when it said so (stop, vRNIC deleted) or, for a
@@ -141,10 +112,10 @@ static int abandon(uint32_t *rs, uint32_t seq)
 static int wait_response(struct urd_context *ctx, uint32_t seq)
 {
 	uint32_t *rs = &ctx->slot->resp_seq;
-	uint64_t start = now_ns(), last_check = start, t, timeout = ctrl_timeout_ns();
+	uint64_t start = urd_now_ns(), last_check = start, t, timeout = ctrl_timeout_ns();
 	uint32_t v;
 
-	while ((t = now_ns()) - start < SPIN_NS) {
+	while ((t = urd_now_ns()) - start < SPIN_NS) {
 		for (int i = 0; i < 64; i++) {
 			if (urd_load_acquire(rs) == seq)
 				return 0;
@@ -156,7 +127,7 @@ static int wait_response(struct urd_context *ctx, uint32_t seq)
 		v = urd_load_acquire(rs);
 		if (v == seq)
 			return 0;
-		t = now_ns();
+		t = urd_now_ns();
 		if (t - last_check >= STEP_NS || t - start >= timeout) {
 			last_check = t;
 			if (urd_daemon_gone(ctx)) {

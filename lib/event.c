@@ -287,14 +287,6 @@ static void drain_async(struct urd_context *ctx)
 enum { MAX_EVENTS_PER_SCAN = 64 };
 static const uint64_t WATCHDOG_NS = 50ull * 1000 * 1000;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Safety net for a lost completion event: the CQ is armed, holds CQEs the
  * application has not polled, and nothing moved for WATCHDOG_NS.  An
  * application in that state waits for an event that will not come (the arm
@@ -324,7 +316,7 @@ static bool lost_event(struct urd_cq *cq, uint64_t now)
 
 static void scan_cqs(struct urd_context *ctx)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = urd_now_ns();
 
 	for (struct urd_cq *cq = ctx->chan_cqs; cq; cq = cq->chan_next) {
 		/* Pairs with the engine's increment after it wrote the CQE. */

@@ -32,6 +32,7 @@
 #include <infiniband/verbs.h>
 
 #include "compiler.h"
+#include "futex.h"
 #include "unirdma/abi.h"
 #include "unirdma/barrier.h"
 #include "unirdma/ring.h"
@@ -202,9 +203,6 @@ int urd_ctrl(struct urd_context *ctx, uint16_t op, void *req, uint32_t req_len,
 	     void *resp, uint32_t resp_min, uint32_t resp_max);
 /* One-handle request (DEALLOC_PD, DESTROY_*, ...). */
 int urd_ctrl_handle(struct urd_context *ctx, uint16_t op, uint32_t handle);
-
-int urd_futex_wait(uint32_t *addr, uint32_t val, long timeout_ns);
-void urd_futex_wake(uint32_t *addr, int n);
 
 /* Doorbell: tell the engine that QP db_index has work.  The full fence orders
  * our doorbell bit before the read of engine_sleeping; the engine sets

@@ -190,20 +190,12 @@ void urd_vm_release_slot(struct urd_context *ctx)
 	ctx->vm_owner = 0;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Called from the event thread and the mailbox wait: the fields are only a
  * hint of when the heartbeat last moved, races between them are harmless. */
 bool urd_vm_daemon_stalled(struct urd_context *ctx)
 {
 	uint64_t hb = urd_load_acquire(&ctx->hdr->daemon_heartbeat);
-	uint64_t now = mono_ns();
+	uint64_t now = urd_now_ns();
 	uint64_t since = urd_load_relaxed(&ctx->vm_dhb_ns);
 
 	if (hb != urd_load_relaxed(&ctx->vm_dhb) || !since) {
