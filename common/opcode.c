@@ -4,50 +4,56 @@
  * ibv_post_send(3).  One copy for the library and the daemon. */
 #include "unirdma/opcode.h"
 
-#define RC(m) [IBV_QPT_RC] = (m)
-#define UD(m) [IBV_QPT_UD] = (m)
+#define RC URD_QPT_BIT(IBV_QPT_RC)
+#define UD URD_QPT_BIT(IBV_QPT_UD)
 
 const struct urd_opcode_info urd_opcodes[URD_WR_NUM_OPCODES] = {
 	[URD_WR_RDMA_WRITE] = {
 		.name = "rdma_write",
-		.mask = { RC(URD_OPF_WRITE | URD_OPF_INLINE) },
+		.flags = URD_OPF_WRITE | URD_OPF_INLINE,
+		.qp_types = RC,
 		.remote_access = IBV_ACCESS_REMOTE_WRITE,
 		.wc_opcode = IBV_WC_RDMA_WRITE,
 	},
 	[URD_WR_RDMA_WRITE_WITH_IMM] = {
 		.name = "rdma_write_imm",
-		.mask = { RC(URD_OPF_WRITE | URD_OPF_IMM | URD_OPF_SEND | URD_OPF_INLINE) },
+		.flags = URD_OPF_WRITE | URD_OPF_IMM | URD_OPF_SEND | URD_OPF_INLINE,
+		.qp_types = RC,
 		.remote_access = IBV_ACCESS_REMOTE_WRITE,
 		.wc_opcode = IBV_WC_RDMA_WRITE,
 	},
 	[URD_WR_SEND] = {
 		.name = "send",
-		.mask = { RC(URD_OPF_SEND | URD_OPF_INLINE), UD(URD_OPF_SEND | URD_OPF_INLINE) },
+		.flags = URD_OPF_SEND | URD_OPF_INLINE,
+		.qp_types = RC | UD,
 		.remote_access = 0,
 		.wc_opcode = IBV_WC_SEND,
 	},
 	[URD_WR_SEND_WITH_IMM] = {
 		.name = "send_imm",
-		.mask = { RC(URD_OPF_SEND | URD_OPF_IMM | URD_OPF_INLINE),
-			  UD(URD_OPF_SEND | URD_OPF_IMM | URD_OPF_INLINE) },
+		.flags = URD_OPF_SEND | URD_OPF_IMM | URD_OPF_INLINE,
+		.qp_types = RC | UD,
 		.remote_access = 0,
 		.wc_opcode = IBV_WC_SEND,
 	},
 	[URD_WR_RDMA_READ] = {
 		.name = "rdma_read",
-		.mask = { RC(URD_OPF_READ | URD_OPF_LOCAL_WRITE) },
+		.flags = URD_OPF_READ | URD_OPF_LOCAL_WRITE,
+		.qp_types = RC,
 		.remote_access = IBV_ACCESS_REMOTE_READ,
 		.wc_opcode = IBV_WC_RDMA_READ,
 	},
 	[URD_WR_ATOMIC_CMP_AND_SWP] = {
 		.name = "atomic_cmp_swp",
-		.mask = { RC(URD_OPF_ATOMIC | URD_OPF_LOCAL_WRITE) },
+		.flags = URD_OPF_ATOMIC | URD_OPF_LOCAL_WRITE,
+		.qp_types = RC,
 		.remote_access = IBV_ACCESS_REMOTE_ATOMIC,
 		.wc_opcode = IBV_WC_COMP_SWAP,
 	},
 	[URD_WR_ATOMIC_FETCH_AND_ADD] = {
 		.name = "atomic_fetch_add",
-		.mask = { RC(URD_OPF_ATOMIC | URD_OPF_LOCAL_WRITE) },
+		.flags = URD_OPF_ATOMIC | URD_OPF_LOCAL_WRITE,
+		.qp_types = RC,
 		.remote_access = IBV_ACCESS_REMOTE_ATOMIC,
 		.wc_opcode = IBV_WC_FETCH_ADD,
 	},

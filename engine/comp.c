@@ -95,11 +95,11 @@ void complete_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc
 	c.opcode = wqe->opcode < URD_WR_NUM_OPCODES ? urd_opcodes[wqe->opcode].wc_opcode : IBV_WC_SEND;
 	c.qp_num = qp->qpn;
 	if (st == IBV_WC_SUCCESS) {
-		uint32_t mask = urd_opcode_mask(wqe->opcode, qp->type);
+		const struct urd_opcode_info *op = &urd_opcodes[wqe->opcode];
 
-		if (mask & URD_OPF_ATOMIC)
+		if (op->flags & URD_OPF_ATOMIC)
 			c.byte_len = 8;
-		else if (mask & URD_OPF_READ) {
+		else if (op->flags & URD_OPF_READ) {
 			const struct urd_sge *sg = (const void *)(wqe + 1);
 
 			for (uint32_t i = 0; i < wqe->num_sge; i++)
@@ -129,7 +129,7 @@ void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint
 		c.byte_len = byte_len;
 		c.src_qp = pkt->src->qpn;
 		c.sl = w->sl;
-		if (pkt->mask & URD_OPF_IMM) {
+		if (pkt->op->flags & URD_OPF_IMM) {
 			c.imm_data = w->imm_data;
 			c.wc_flags |= IBV_WC_WITH_IMM;
 		}

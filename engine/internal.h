@@ -83,7 +83,6 @@ struct packet {
 	uint32_t nlocal;
 	uint32_t len;                   /* this piece's length (the whole message unless in pieces) */
 	uint32_t total;                 /* the message's length */
-	uint32_t mask;                  /* op's URD_OPF_* flags on this QP type */
 	uint64_t off;                   /* this piece's offset in the message */
 	uint64_t token;                 /* the message, across its pieces */
 	uint64_t atomic_orig;           /* result of an atomic */

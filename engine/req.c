@@ -120,7 +120,6 @@ struct req_wqe {
 	uint32_t n;                     /* entries of local */
 	uint32_t first;                 /* this piece's first entry of local */
 	uint32_t piece;                 /* this piece's length (len, unless in pieces) */
-	uint32_t mask;                  /* op's URD_OPF_* flags on this QP type */
 	bool resume;                    /* the message is in pieces, and not at its start */
 	enum resp_result res;
 	enum ibv_wc_status st;          /* REQST_ERROR: the WQE's status */
@@ -151,10 +150,11 @@ static inline enum req_state req_check_opcode(struct req_wqe *c)
 {
 	const struct urd_send_wqe *w = c->w;
 
-	c->mask = urd_opcode_mask(w->opcode, c->qp->type);
-	if (!c->mask)           /* no opcode, or not one this QP type may post */
+	if (w->opcode >= URD_WR_NUM_OPCODES)
 		return req_fail(c, IBV_WC_LOC_QP_OP_ERR);
 	c->op = &urd_opcodes[w->opcode];
+	if (!urd_opcode_allowed(c->op, c->qp->type))
+		return req_fail(c, IBV_WC_LOC_QP_OP_ERR);
 	return REQST_GATHER;
 }
 
@@ -165,13 +165,13 @@ static inline enum req_state req_gather(struct req_wqe *c)
 {
 	struct vr_qp *qp = c->qp;
 	const struct urd_send_wqe *w = c->w;
-	uint32_t mask = c->mask;
+	const struct urd_opcode_info *op = c->op;
 	struct vsge *local = c->local;
 	uint32_t slot_bytes = c->slot_bytes;
 	uint64_t len = 0;
 	uint32_t n = 0;
 
-	if ((w->flags & URD_WQE_INLINE) && (mask & URD_OPF_INLINE)) {
+	if ((w->flags & URD_WQE_INLINE) && (op->flags & URD_OPF_INLINE)) {
 		if (w->inline_len > qp->cap.max_inline_data || w->inline_len > slot_bytes - URD_SEND_WQE_HDR)
 			return req_fail(c, IBV_WC_LOC_LEN_ERR);
 		local[0] = (struct vsge){ .mr = NULL, .off = 0, .len = w->inline_len,
@@ -188,7 +188,7 @@ static inline enum req_state req_gather(struct req_wqe *c)
 			if (!sg[i].length)
 				continue;
 			if (mr_check_local(qp->vr, qp->pd, &sg[i],
-					   (mask & URD_OPF_LOCAL_WRITE) ? IBV_ACCESS_LOCAL_WRITE : 0, &local[n]))
+					   (op->flags & URD_OPF_LOCAL_WRITE) ? IBV_ACCESS_LOCAL_WRITE : 0, &local[n]))
 				return req_fail(c, IBV_WC_LOC_PROT_ERR);
 			len += sg[i].length;
 			n++;
@@ -206,7 +206,7 @@ static inline enum req_state req_check_length(struct req_wqe *c)
 	struct vr_qp *qp = c->qp;
 	uint64_t len = c->len;
 
-	if (len > URD_MAX_MSG || ((c->mask & URD_OPF_ATOMIC) && len != 8) ||
+	if (len > URD_MAX_MSG || ((c->op->flags & URD_OPF_ATOMIC) && len != 8) ||
 	    (qp->type == IBV_QPT_UD && len > UD_MTU))
 		return req_fail(c, IBV_WC_LOC_LEN_ERR);
 	if (__builtin_expect(c->resume, 0) && len <= ENGINE_PIECE) {
@@ -287,7 +287,6 @@ static inline enum req_state req_packet(struct req_wqe *c)
 	pkt->src = c->qp;
 	pkt->wqe = c->w;
 	pkt->op = c->op;
-	pkt->mask = c->mask;
 	pkt->local = c->local + c->first;
 	pkt->nlocal = c->n - c->first;
 	pkt->len = c->piece;
@@ -382,7 +381,7 @@ static inline enum req_state req_complete(struct req_wqe *c)
 
 	if (c->x)
 		c->x->tx = false;
-	if (c->mask & URD_OPF_ATOMIC) {
+	if (c->op->flags & URD_OPF_ATOMIC) {
 		struct vsge r = { .mr = NULL, .off = 0, .len = 8, .flat = (uint8_t *)&c->pkt->atomic_orig };
 
 		sg_copy(&qp->vr->d->eng, c->local, c->n, &r, 1, 8);

@@ -199,7 +199,7 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 	int n;
 	bool ud = qp->type == IBV_QPT_UD;
 
-	if (qp->eng.xfer && qp->eng.xfer->rx && (pkt->mask & URD_OPF_WRITE)) {
+	if (qp->eng.xfer && qp->eng.xfer->rx && (pkt->op->flags & URD_OPF_WRITE)) {
 		/* a SEND stopped midway consumed a receive WQE: it is next */
 		qp->eng.xfer->rx = false;
 		sg_copy(&qp->vr->d->eng, target, 1, pkt->local, pkt->nlocal, pkt->len);
@@ -219,7 +219,7 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 		complete_recv(qp, rw->wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, pkt);
 		return ud ? RESP_ACK : class_c_error(qp, RESP_NAK_OP);
 	}
-	if (pkt->mask & URD_OPF_WRITE) {
+	if (pkt->op->flags & URD_OPF_WRITE) {
 		/* the data went to the RDMA target; the receive WQE only completes */
 		sg_copy(&qp->vr->d->eng, target, 1, pkt->local, pkt->nlocal, pkt->len);
 		recv_commit(qp);
@@ -288,7 +288,6 @@ enum resp_result resp_handle(struct vr_qp *qp, struct packet *pkt)
 {
 	const struct urd_send_wqe *w = pkt->wqe;
 	const struct urd_opcode_info *op = pkt->op;
-	uint32_t mask = pkt->mask;
 	enum resp_result res = RESP_ACK;
 	bool last = pkt->off + pkt->len == pkt->total;
 	struct vsge t;
@@ -308,26 +307,26 @@ enum resp_result resp_handle(struct vr_qp *qp, struct packet *pkt)
 		/* C10-15: a Q_Key with the high bit set means "use the sender QP's" */
 		uint32_t qkey = (w->remote_qkey & 0x80000000u) ? pkt->src->attr.qkey : w->remote_qkey;
 
-		if (qkey != qp->attr.qkey || !(mask & URD_OPF_SEND))
+		if (qkey != qp->attr.qkey || !(op->flags & URD_OPF_SEND))
 			return RESP_SILENT;
 		res = do_recv(qp, pkt, NULL);
-	} else if (mask & URD_OPF_WRITE) {
+	} else if (op->flags & URD_OPF_WRITE) {
 		/* C9-88: a zero-length RDMA WRITE checks no R_Key */
 		t = (struct vsge){ .mr = NULL, .off = 0, .len = 0, .flat = NULL };
 		if (pkt->len && remote_target(qp, pkt, op->remote_access, &t))
 			return class_c_error(qp, RESP_NAK_ACCESS);
-		if (!(mask & URD_OPF_SEND))
+		if (!(op->flags & URD_OPF_SEND))
 			sg_copy(&qp->vr->d->eng, &t, 1, pkt->local, pkt->nlocal, pkt->len);
 		else if (last)
 			res = do_recv(qp, pkt, &t);     /* the receive WQE is taken with the last piece */
 		else
 			sg_copy(&qp->vr->d->eng, &t, 1, pkt->local, pkt->nlocal, pkt->len);
-	} else if (mask & URD_OPF_READ) {
+	} else if (op->flags & URD_OPF_READ) {
 		if (pkt->len && remote_target(qp, pkt, op->remote_access, &t))
 			return class_c_error(qp, RESP_NAK_ACCESS);
 		if (pkt->len)
 			sg_copy(&qp->vr->d->eng, pkt->local, pkt->nlocal, &t, 1, pkt->len);
-	} else if (mask & URD_OPF_ATOMIC) {
+	} else if (op->flags & URD_OPF_ATOMIC) {
 		uint64_t contig, *p;
 
 		if (w->remote_addr & 7)         /* C9-92: misaligned atomic */

@@ -117,13 +117,13 @@ int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
 {
 	const struct ibv_qp *ibqp = &qp->qpx.qp_base;
 	uint32_t op = (uint32_t)wr->opcode;
-	uint32_t mask = urd_opcode_mask(op, ibqp->qp_type);      /* opcode.h */
+	const struct urd_opcode_info *info = urd_opcode(op, ibqp->qp_type);
 
-	if (!mask) {
+	if (!info) {
 		*why = "opcode not allowed";
 		return EINVAL;
 	}
-	*inl = (wr->send_flags & IBV_SEND_INLINE) && (mask & URD_OPF_INLINE);
+	*inl = (wr->send_flags & IBV_SEND_INLINE) && (info->flags & URD_OPF_INLINE);
 	if (wr->num_sge < 0 || (!*inl && (uint32_t)wr->num_sge > qp->sq.max_sge)) {
 		*why = "too many SGEs";
 		return EINVAL;
@@ -132,12 +132,12 @@ int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
 	w->wr_id = wr->wr_id;
 	w->opcode = (uint8_t)op;
 	w->flags = wqe_flags(qp, wr->send_flags);
-	if (mask & URD_OPF_IMM)
+	if (info->flags & URD_OPF_IMM)
 		w->imm_data = wr->imm_data;
-	if (mask & (URD_OPF_WRITE | URD_OPF_READ)) {
+	if (info->flags & (URD_OPF_WRITE | URD_OPF_READ)) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
-	} else if (mask & URD_OPF_ATOMIC) {
+	} else if (info->flags & URD_OPF_ATOMIC) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
@@ -462,12 +462,14 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 {
 	struct urd_qp *qp = qpx_to_uqp(qpx);
 	struct urd_send_wqe *w = wr_cur(qpx);
+	const struct urd_opcode_info *info;
 	uint64_t total = 0;
 	uint8_t *dst;
 
 	if (!w)
 		return;
-	if (!(urd_opcode_mask(w->opcode, qpx->qp_base.qp_type) & URD_OPF_INLINE)) {
+	info = urd_opcode(w->opcode, qpx->qp_base.qp_type);
+	if (!info || !(info->flags & URD_OPF_INLINE)) {
 		wr_fail(qp, EINVAL);
 		return;
 	}

@@ -5,16 +5,17 @@
  * (drivers/infiniband/sw/rxe/rxe_opcode.c).  The facts come from IB spec 9.4
  * (table 38) and ibv_post_send(3).
  *
- * Every opcode has a mask per QP type: 0 means the opcode is not valid on
- * that type (IB spec 9.8.x, operations per transport service: RC all seven,
- * UD sends only); otherwise it is the opcode's URD_OPF_* flags, the same on
- * every type that allows it.  The table itself is in common/opcode.c, linked
- * into the library and the daemon; the library keeps it internal (hidden
- * visibility, and lib/libibverbs.map exports nothing of ours).
+ * Every opcode has its URD_OPF_* flags (what it does, the same on every QP
+ * type that may post it) and the mask of those QP types (IB spec 9.8.x,
+ * operations per transport service: RC all seven, UD sends only).  The
+ * table itself is in common/opcode.c, linked into the library and the
+ * daemon; the library keeps it internal (hidden visibility, and
+ * lib/libibverbs.map exports nothing of ours).
  */
 #ifndef UNIRDMA_OPCODE_H
 #define UNIRDMA_OPCODE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
@@ -31,35 +32,41 @@ enum urd_opcode_flags {
 	URD_OPF_LOCAL_WRITE = 1u << 6,  /* the local SGEs are written (read response, atomic result) */
 };
 
-/* mask[] is indexed by enum ibv_qp_type, up to the highest type we serve. */
-#define URD_OPCODE_QPT_MAX (IBV_QPT_UD + 1)
+#define URD_QPT_BIT(t) (1u << (t))      /* in qp_types: an enum ibv_qp_type */
 
 struct urd_opcode_info {
 	const char *name;               /* counter label: "rdma_write", ... (vrnic show, metrics) */
-	uint32_t mask[URD_OPCODE_QPT_MAX];      /* per QP type: URD_OPF_*, 0 = not valid there */
+	uint32_t flags;                 /* URD_OPF_* */
+	uint32_t qp_types;              /* URD_QPT_BIT() of every QP type that may post it */
 	uint32_t remote_access;         /* IBV_ACCESS_REMOTE_* the target MR and QP must grant */
 	enum ibv_wc_opcode wc_opcode;   /* of the requester's completion */
 };
 
 extern const struct urd_opcode_info urd_opcodes[URD_WR_NUM_OPCODES] __attribute__((visibility("hidden")));
 
-/* The flags of opcode op on a QP of type qpt; 0 if op is not valid there
- * (or not an opcode at all: op comes from an application or a tenant). */
-static inline uint32_t urd_opcode_mask(uint32_t op, uint32_t qpt)
+/* Whether a QP of type qpt may post the opcode of row. */
+static inline bool urd_opcode_allowed(const struct urd_opcode_info *row, uint32_t qpt)
 {
-	if (op >= URD_WR_NUM_OPCODES || qpt >= URD_OPCODE_QPT_MAX)
-		return 0;
-	return urd_opcodes[op].mask[qpt];
+	return qpt < 32 && (row->qp_types & URD_QPT_BIT(qpt));
 }
 
-/* Bit 1 << op for every opcode valid on a QP of type qpt (the library's
+/* The row of opcode op if a QP of type qpt may post it, else NULL: op and
+ * qpt may come from an application or a tenant. */
+static inline const struct urd_opcode_info *urd_opcode(uint32_t op, uint32_t qpt)
+{
+	if (op >= URD_WR_NUM_OPCODES || !urd_opcode_allowed(&urd_opcodes[op], qpt))
+		return NULL;
+	return &urd_opcodes[op];
+}
+
+/* Bit 1 << op for every opcode a QP of type qpt may post (the library's
  * send_ops_flags: IBV_QP_EX_WITH_<op> == 1 << op, lib/qp.c checks it). */
 static inline uint64_t urd_opcodes_valid(uint32_t qpt)
 {
 	uint64_t bits = 0;
 
 	for (uint32_t op = 0; op < URD_WR_NUM_OPCODES; op++)
-		if (urd_opcode_mask(op, qpt))
+		if (urd_opcode(op, qpt))
 			bits |= 1ull << op;
 	return bits;
 }
