@@ -6,6 +6,7 @@
 #   engine/  the RNIC: never calls daemon/; from core/ only the services below
 #   core/    the object model's services: never calls engine/ or daemon/
 #   lib/     the tenant's library: nothing of the daemon's
+# and the engine has no writable global (its state is in the objects).
 #
 # Calls are read from the objects of a build (nm: each object's undefined
 # symbols against the symbols every part defines), includes from the sources.
@@ -29,6 +30,7 @@ ENGINE_MAY_CALL="
 
 skip() { echo "SKIP: $*"; exit 77; }
 command -v nm >/dev/null 2>&1 || skip "nm not installed"
+command -v objdump >/dev/null 2>&1 || skip "objdump not installed"
 [ -d "$build/obj/engine" ] || skip "no build in $build (make first)"
 
 fails=0
@@ -100,6 +102,18 @@ done >"$tmp/lib"
 while read -r from sym; do
 	fail "$from uses $sym, a name the daemon defines"
 done <"$tmp/lib"
+
+# globals: the engine keeps its state in struct engine / engine_vrnic /
+# engine_qp, reached through the objects it is given, never in a writable
+# global (read-only tables are fine: .rodata, .data.rel.ro)
+for o in "$build"/obj/engine/*.o; do
+	current engine "$o" || continue
+	objdump -t "$o" | awk -v f="engine/$(basename "$o" .o).c" \
+		'$3 == "O" && ($4 ~ /^\.(data|bss)(\.|$)/ && $4 !~ /^\.data\.rel\.ro/) { print f, $NF, $4 }'
+done >"$tmp/globals"
+while read -r from sym sec; do
+	fail "$from keeps state in the writable global $sym ($sec)"
+done <"$tmp/globals"
 
 # includes: engine/ never includes daemon/ headers; daemon/ includes only
 # engine.h of the engine's; core/ includes nothing of engine/ but engine.h
