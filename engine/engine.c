@@ -51,17 +51,35 @@ struct futex_waitv {
 
 void engine_activate(struct vr_qp *qp)
 {
-	struct urd_daemon *d = qp->vr->d;
+	struct engine_vrnic *v = &qp->vr->eng;
 
 	if (qp->eng.active)
 		return;
 	qp->eng.active = true;
 	qp->eng.active_next = NULL;
-	if (d->eng.active_tail)
-		d->eng.active_tail->eng.active_next = qp;
+	if (v->active_tail)
+		v->active_tail->eng.active_next = qp;
 	else
-		d->eng.active_head = qp;
-	d->eng.active_tail = qp;
+		v->active_head = qp;
+	v->active_tail = qp;
+	v->nactive++;
+	qp->vr->d->eng.nactive++;
+}
+
+/* The QP at the head of its vRNIC's work list, taken off it. */
+static struct vr_qp *active_pop(struct urd_vrnic *vr)
+{
+	struct vr_qp *qp = vr->eng.active_head;
+
+	if (!qp)
+		return NULL;
+	vr->eng.active_head = qp->eng.active_next;
+	if (!vr->eng.active_head)
+		vr->eng.active_tail = NULL;
+	vr->eng.nactive--;
+	vr->d->eng.nactive--;
+	qp->eng.active = false;
+	return qp;
 }
 
 static void wait_unlink(struct urd_daemon *d, struct vr_qp *qp)
@@ -119,8 +137,10 @@ void engine_forget(struct vr_qp *qp)
 	struct urd_daemon *d = qp->vr->d;
 
 	if (qp->eng.active) {
-		if (!list_unlink(&d->eng.active_head, &d->eng.active_tail, qp))
-			list_unlink(&d->eng.defer_head, &d->eng.defer_tail, qp);
+		if (list_unlink(&qp->vr->eng.active_head, &qp->vr->eng.active_tail, qp)) {
+			qp->vr->eng.nactive--;
+			d->eng.nactive--;
+		}
 		qp->eng.active = false;
 	}
 	engine_unwait(qp);
@@ -138,7 +158,7 @@ struct engine_xfer *engine_xfer_get(struct vr_qp *qp)
 
 void engine_kick_if_work(struct urd_daemon *d)
 {
-	if (d->eng.active_head)
+	if (d->eng.nactive)
 		engine_kick(d);
 }
 
@@ -272,10 +292,9 @@ static bool engine_yield(struct urd_daemon *d)
  * the lock is free, where engine_forget finds it. */
 bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer)
 {
+	uint32_t start = d->eng.next_vr;
 	struct vr_qp *qp;
-	uint64_t pass = ++d->eng.pass_no;
 	bool did = false;
-	uint32_t n = 0;
 
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
 		if (d->vrnics[i])
@@ -295,59 +314,44 @@ bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer)
 		}
 	}
 
-	/* QPs deferred by the last pass go first */
-	if (d->eng.defer_head) {
-		d->eng.defer_tail->eng.active_next = d->eng.active_head;
-		if (!d->eng.active_head)
-			d->eng.active_tail = d->eng.defer_tail;
-		d->eng.active_head = d->eng.defer_head;
-		d->eng.defer_head = d->eng.defer_tail = NULL;
-	}
-	for (qp = d->eng.active_head; qp; qp = qp->eng.active_next)
-		n++;
-	/* at most the QPs there now: the ones with work left go back to the tail */
-	while (n-- && (qp = d->eng.active_head)) {
-		struct urd_vrnic *vr = qp->vr;
-		int64_t bytes = QP_BYTES;
+	/* each vRNIC in turn, starting one further each pass */
+	d->eng.next_vr = (start + 1) % URD_MAX_VRNICS;
+	for (uint32_t k = 0; k < URD_MAX_VRNICS && d->eng.nactive; k++) {
+		uint32_t idx = (start + k) % URD_MAX_VRNICS;
+		struct urd_vrnic *vr = d->vrnics[idx];
+		int64_t budget = VR_BYTES;
+		uint32_t n;
 
-		d->eng.active_head = qp->eng.active_next;
-		if (!d->eng.active_head)
-			d->eng.active_tail = NULL;
-		qp->eng.active = false;
-		if (qp->eng.wait != QP_WAIT_NONE) {
-			if (qp->eng.wait_until_ns < *next_timer)
-				*next_timer = qp->eng.wait_until_ns;
-			continue;       /* its timer re-activates it */
-		}
-		if (vr->eng.pass != pass) {
-			vr->eng.pass = pass;
-			vr->eng.budget = VR_BYTES;
-		}
-		did = true;
-		if (vr->eng.budget <= 0) {
-			/* the vRNIC had its share of this pass */
-			qp->eng.active = true;
-			qp->eng.active_next = NULL;
-			if (d->eng.defer_tail)
-				d->eng.defer_tail->eng.active_next = qp;
-			else
-				d->eng.defer_head = qp;
-			d->eng.defer_tail = qp;
+		if (!vr || !vr->eng.active_head)
 			continue;
-		}
-		if (qp->state == IBV_QPS_ERR ? flush_process(qp, QP_BUDGET, &bytes) :
-		    req_process(qp, now, QP_BUDGET, &bytes))
-			engine_activate(qp);
-		else if (qp->eng.wait != QP_WAIT_NONE && qp->eng.wait_until_ns < *next_timer)
-			*next_timer = qp->eng.wait_until_ns;
-		vr->eng.budget -= QP_BYTES - bytes;
-		/* RNR and retry timers are armed from now: after a hand-over,
-		 * which may take milliseconds, they would fire early */
-		if (engine_yield(d))
-			now = urd_now_ns();
-	}
-	if (d->eng.defer_head)
 		did = true;
+		/* at most the QPs there now: the ones with work left go back
+		 * to the tail; the ones the budget did not reach stay first */
+		for (n = vr->eng.nactive; n && budget > 0 && (qp = active_pop(vr)); n--) {
+			int64_t bytes = QP_BYTES;
+
+			if (qp->eng.wait != QP_WAIT_NONE) {
+				if (qp->eng.wait_until_ns < *next_timer)
+					*next_timer = qp->eng.wait_until_ns;
+				continue;       /* its timer re-activates it */
+			}
+			if (qp->state == IBV_QPS_ERR ? flush_process(qp, QP_BUDGET, &bytes) :
+			    req_process(qp, now, QP_BUDGET, &bytes))
+				engine_activate(qp);
+			else if (qp->eng.wait != QP_WAIT_NONE && qp->eng.wait_until_ns < *next_timer)
+				*next_timer = qp->eng.wait_until_ns;
+			budget -= QP_BYTES - bytes;
+			/* RNR and retry timers are armed from now: after a
+			 * hand-over, which may take milliseconds, they would
+			 * fire early */
+			if (engine_yield(d)) {
+				now = urd_now_ns();
+				/* the vRNIC may have gone meanwhile */
+				if (d->vrnics[idx] != vr)
+					break;
+			}
+		}
+	}
 	return did;
 }
 
@@ -442,7 +446,7 @@ static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 	for (uint32_t i = 0; i < nv; i++)
 		if (urd_load_relaxed(&vrs[i]->db->summary))
 			abort_sleep = true;
-	if (d->eng.active_head || d->eng.defer_head)
+	if (d->eng.nactive)
 		abort_sleep = true;
 	/* a timer that expired since the pass: until - now below would wrap
 	 * into an endless sleep while a QP waits on its RNR/retry timer */

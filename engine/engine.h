@@ -43,24 +43,24 @@ struct engine_qp {
 	struct engine_xfer *xfer;       /* a message in pieces (internal.h), or NULL */
 };
 
-/* Per vRNIC: its share of one pass. */
+/* Per vRNIC: its QPs with work, in the order they get their turns.  A pass
+ * gives each vRNIC a budget of bytes; QPs it did not reach keep their place,
+ * untouched, so that the cost of a pass follows the work done, not the
+ * number of QPs waiting. */
 struct engine_vrnic {
-	uint64_t pass;                  /* the pass budget belongs to */
-	int64_t budget;                 /* bytes left to this vRNIC in that pass */
+	struct vr_qp *active_head, *active_tail;
+	uint32_t nactive;
 };
 
 /* Per daemon: the engine thread, its lists and counters. */
 struct engine {
 	pthread_t thread;
-	struct vr_qp *active_head, *active_tail;        /* QPs with work */
+	uint32_t nactive;               /* QPs on the vRNICs' work lists */
+	uint32_t next_vr;               /* the vRNIC the next pass starts with */
 	struct vr_qp *wait_head;        /* QPs waiting for an RNR, retry or QoS timer */
-	/* QPs whose vRNIC spent its budget in this pass; they go first in the
-	 * next one (still "active") */
-	struct vr_qp *defer_head, *defer_tail;
 	uint32_t kick;                  /* private futex word: the control plane wakes the engine */
 	uint64_t copied_bytes;          /* every byte moved (payload, GRH, atomic results) */
 	uint64_t passes, sleeps;
-	uint64_t pass_no;               /* pass counter, for the vRNIC budgets */
 	uint64_t xfer_token;            /* names messages in pieces */
 	uint64_t yields;                /* times it handed the big lock to a waiter */
 	bool lock_slow;                 /* took the lock by blocking (engine.c) */

@@ -301,13 +301,26 @@ static void check(bool tables)
 		if (hashed != nqp)
 			fz_fail("QPN hash holds %u QPs, the vRNICs %u", hashed, nqp);
 	}
-	for (struct vr_qp *q = d->eng.active_head; q; q = q->eng.active_next) {
-		if (!pset_has(&live, q) || !q->eng.active || ++nlist > nqp)
-			fz_fail("engine active list: a dead, inactive or repeated QP");
-		last = q;
+	for (int v = 0; v < URD_MAX_VRNICS; v++) {
+		struct urd_vrnic *vr = d->vrnics[v];
+		uint32_t nvr = 0;
+
+		if (!vr)
+			continue;
+		last = NULL;
+		for (struct vr_qp *q = vr->eng.active_head; q; q = q->eng.active_next) {
+			if (!pset_has(&live, q) || !q->eng.active || q->vr != vr || ++nlist > nqp)
+				fz_fail("engine work list: a dead, inactive, foreign or repeated QP");
+			last = q;
+			nvr++;
+		}
+		if (last != vr->eng.active_tail)
+			fz_fail("engine work list: tail is not the last entry");
+		if (nvr != vr->eng.nactive)
+			fz_fail("engine work list of %s: %u QPs, nactive %u", vr->name, nvr, vr->eng.nactive);
 	}
-	if (last != d->eng.active_tail)
-		fz_fail("engine active list: tail is not the last entry");
+	if (nlist != d->eng.nactive)
+		fz_fail("engine: %u QPs on the work lists, nactive %u", nlist, d->eng.nactive);
 	for (size_t i = 0; i < live.n; i++)
 		if (live.v[i] && ((const struct vr_qp *)live.v[i])->eng.active)
 			nactive++;

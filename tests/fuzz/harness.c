@@ -186,7 +186,7 @@ void fz_engine_drain(uint64_t *now, int max)
 	for (int i = 0; i < max; i++) {
 		bool did = fz_engine_pass(*now, &next);
 
-		if (!did && !urd_d->eng.active_head && !urd_d->eng.wait_head)
+		if (!did && !urd_d->eng.nactive && !urd_d->eng.wait_head)
 			break;
 		if (!did && next != UINT64_MAX && next > *now)
 			*now = next;
@@ -216,7 +216,7 @@ void fz_end(void)
 		if (vr->arena.nfree != 1 || vr->memwin.nfree != 1)
 			fz_fail("vrnic %s: free space fragmented with nothing allocated", vr->name);
 	}
-	if (d->eng.active_head || d->eng.wait_head)
+	if (d->eng.nactive || d->eng.wait_head)
 		fz_fail("engine lists not empty with no QP left");
 }
 

@@ -231,7 +231,7 @@ static int run_engine(void)
 		did = engine_pass(&dev, now, &next);
 		pthread_mutex_unlock(&dev.lock);
 		worked += did;
-		if (!did && next == UINT64_MAX && !dev.eng.active_head)
+		if (!did && next == UINT64_MAX && !dev.eng.nactive)
 			break;
 	}
 	return worked;
