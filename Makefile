@@ -100,7 +100,7 @@ $(BUILD)/tests/%: tests/verbs/%.c tests/verbs/helpers.c tests/verbs/helpers.h $(
 
 # Unit tests: the engine library (engine, core, common) without the control
 # plane; a unit test that links must not need anything from daemon/.
-$(BUILD)/tests/u_%: tests/unit/u_%.c $(ENGINE_LIB)
+$(BUILD)/tests/u_%: tests/unit/u_%.c tests/unit/unit.h $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INC_ENGINE) -o $@ $< $(ENGINE_LIB) $(LDFLAGS) -lpthread
 

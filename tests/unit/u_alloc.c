@@ -17,21 +17,11 @@
 #include <time.h>
 
 #include "objects.h"
+#include "unit.h"
 
 #define PG 4096ull
 #define NPAGES 4096u
 
-static int fails;
-
-#define CHECK(c, ...)                                                           \
-	do {                                                                    \
-		if (!(c)) {                                                     \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-			fails++;                                                \
-		}                                                               \
-	} while (0)
 
 static unsigned char used_pg[NPAGES];
 

@@ -20,18 +20,8 @@
 #include <string.h>
 
 #include "unirdma/ring.h"
+#include "unit.h"
 
-static int fails;
-
-#define CHECK(c, ...)                                                           \
-	do {                                                                    \
-		if (!(c)) {                                                     \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-			fails++;                                                \
-		}                                                               \
-	} while (0)
 
 enum { N = 16, SHIFT = 6 };
 
