@@ -141,6 +141,20 @@ void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint
 	post_cqe(qp, qp->rcq, &c, solicited);
 }
 
+/* A receive WQE (wr_id) completed with IBV_WC_WR_FLUSH_ERR. */
+static int flush_recv(struct vr_qp *qp, uint64_t wr_id)
+{
+	struct urd_cqe c;
+
+	memset(&c, 0, sizeof(c));
+	c.wr_id = wr_id;
+	c.status = IBV_WC_WR_FLUSH_ERR;
+	c.vendor_err = IBV_WC_WR_FLUSH_ERR;
+	c.opcode = IBV_WC_RECV;
+	c.qp_num = qp->qpn;
+	return post_cqe(qp, qp->rcq, &c, false);
+}
+
 /* Flush the receive queue of a QP in the error state (not its SRQ), and the
  * receive WQE a SEND in pieces consumed.  At most *budget WQEs (lowered by
  * what it flushed): the tenant writes prod, and may keep moving it.  Returns
@@ -151,16 +165,8 @@ bool flush_recv_queue(struct vr_qp *qp, uint32_t *budget)
 	uint32_t prod;
 
 	if (qp->eng.xfer && qp->eng.xfer->rx) {
-		struct urd_cqe c;
-
-		memset(&c, 0, sizeof(c));
-		c.wr_id = qp->eng.xfer->rx_wr_id;
-		c.status = IBV_WC_WR_FLUSH_ERR;
-		c.vendor_err = IBV_WC_WR_FLUSH_ERR;
-		c.opcode = IBV_WC_RECV;
-		c.qp_num = qp->qpn;
 		qp->eng.xfer->rx = false;
-		post_cqe(qp, qp->rcq, &c, false);
+		flush_recv(qp, qp->eng.xfer->rx_wr_id);
 	}
 	if (!r->bytes)
 		return false;
@@ -168,19 +174,14 @@ bool flush_recv_queue(struct vr_qp *qp, uint32_t *budget)
 	prod = r->q.own + urd_queue_filled(&r->q);
 	while (r->q.own != prod) {
 		const struct urd_recv_wqe *w = urd_queue_slot(&r->q, r->q.own);
-		struct urd_cqe c;
+		uint64_t wr_id;
 
 		if (!*budget)
 			return true;
 		--*budget;
-		memset(&c, 0, sizeof(c));
-		c.wr_id = w->wr_id;
-		c.status = IBV_WC_WR_FLUSH_ERR;
-		c.vendor_err = IBV_WC_WR_FLUSH_ERR;
-		c.opcode = IBV_WC_RECV;
-		c.qp_num = qp->qpn;
+		wr_id = w->wr_id;
 		urd_queue_advance_cons(&r->q);  /* slot free before its CQE */
-		if (post_cqe(qp, qp->rcq, &c, false))
+		if (flush_recv(qp, wr_id))
 			break;
 	}
 	return false;
