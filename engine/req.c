@@ -148,12 +148,8 @@ static inline enum req_state req_fail(struct req_wqe *c, enum ibv_wc_status st)
 
 static inline enum req_state req_check_opcode(struct req_wqe *c)
 {
-	const struct urd_send_wqe *w = c->w;
-
-	if (w->opcode >= URD_WR_NUM_OPCODES)
-		return req_fail(c, IBV_WC_LOC_QP_OP_ERR);
-	c->op = &urd_opcodes[w->opcode];
-	if (!urd_opcode_allowed(c->op, c->qp->type))
+	c->op = urd_opcode(c->w->opcode, c->qp->type);
+	if (!c->op)
 		return req_fail(c, IBV_WC_LOC_QP_OP_ERR);
 	return REQST_GATHER;
 }
