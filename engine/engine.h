@@ -26,6 +26,7 @@ struct urd_vrnic;
 struct vr_qp;
 struct engine_xfer;
 struct futex_waitv;
+struct engine_wire;
 
 /* Why a QP's send queue is parked on the timer list. */
 enum engine_wait { QP_WAIT_NONE = 0, QP_WAIT_RNR, QP_WAIT_RETRY, QP_WAIT_QOS };
@@ -52,6 +53,57 @@ struct engine_vrnic {
 	uint32_t nactive;
 };
 
+/* Why a received packet was dropped (engine_wire_counters.drops). */
+enum wire_drop {
+	WDROP_MALFORMED = 0,    /* too short, bad BTH (TVer, P_Key), unknown opcode */
+	WDROP_ICRC,             /* ICRC does not match */
+	WDROP_UNKNOWN_SOURCE,   /* source GID not in the directory nor admitted */
+	WDROP_SPOOFED_LOCAL,    /* source GID is one of this host's own vRNICs */
+	WDROP_OTHER_TENANT,     /* source GID's tenant is not the destination QP's */
+	WDROP_NO_QP,            /* no such destination QPN (or QP 0/1) */
+	WDROP_QP_STATE,         /* destination QP cannot receive (not RTR/RTS) */
+	WDROP_NOT_PEER,         /* RC: not the QP's connected peer (GID, QPN) */
+	WDROP_PSN,              /* RC: out of sequence after one NAK, or stale */
+	WDROP_QKEY,             /* UD: Q_Key mismatch */
+	WDROP_NO_RECV,          /* UD: no receive WQE */
+	WDROP_TRANSPORT,        /* opcode of another transport than the QP's */
+	WDROP_NUM
+};
+
+/* NAK syndromes counted per host (sent and received). */
+enum wire_nak { WNAK_SEQ = 0, WNAK_INV_REQ, WNAK_ACCESS, WNAK_OP, WNAK_RNR, WNAK_NUM };
+
+struct wire_counters {
+	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;  /* bytes: UDP payloads */
+	uint64_t retransmits;           /* packets sent again (timeout or NAK) */
+	uint64_t timeouts;              /* retransmission timer expiries */
+	uint64_t acks_tx, acks_rx;
+	uint64_t naks_tx[WNAK_NUM], naks_rx[WNAK_NUM];
+	uint64_t drops[WDROP_NUM];
+};
+
+#define ENGINE_HOST_NAME_MAX 63
+
+/* A peer host: another unirdmad, or an admitted external RoCE node. */
+struct engine_host {
+	char name[ENGINE_HOST_NAME_MAX + 1];
+	uint32_t ip;                    /* its underlay address, network order */
+	uint64_t incarnation;           /* a restarted daemon is a new one */
+	bool external;
+	struct wire_counters cnt;       /* traffic with this host's GIDs */
+	struct engine_host *next;
+};
+
+/* The engine's copy of the directory (wire_dir.c). */
+#define WIRE_GID_BUCKETS 4096
+struct wire_gid;
+struct wire_dir {
+	struct engine_host *hosts;
+	struct wire_gid *gids[WIRE_GID_BUCKETS];
+	uint32_t ngids;
+	struct wire_counters cnt;       /* packets that belong to no host */
+};
+
 /* Per daemon: the engine thread, its lists and counters. */
 struct engine {
 	pthread_t thread;
@@ -71,6 +123,8 @@ struct engine {
 	uint32_t waiter_kick;           /* the waiter's private futex word */
 	uint32_t waiter_n;              /* words the engine handed it, under the big lock */
 	struct futex_waitv *waiter_list;        /* those words (engine.c) */
+	struct engine_wire *wire;       /* the fabric (wire.c), NULL without an underlay */
+	struct wire_dir dir;            /* remote hosts and GIDs (wire_dir.c) */
 };
 
 /* The engine thread (engine.c). */
@@ -91,5 +145,46 @@ void engine_qp_error(struct vr_qp *qp, bool async);
  * one pass over the work list (big lock held); true if it did work, and
  * *next_timer the earliest timer (UINT64_MAX: none). */
 bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer);
+
+/* ---- The fabric: other hosts over RoCEv2 (engine/wire*.c) ----------------
+ *
+ * With an underlay (unirdmad --underlay DEV) the engine owns one UDP socket on
+ * DEV's address, port 4791, and carries the traffic of QPs whose peer GID is
+ * not a local vRNIC as genuine RoCEv2 (../shared/reference/ROCE.md).  A GID's
+ * IPv4 address is its address on the underlay: a vRNIC's address is added to
+ * DEV, so peers (other daemons, kernel rxe, hardware) reach it as any RoCE
+ * GID.  The control plane's directory client tells the engine which remote
+ * GIDs exist, in which tenant and on which host (engine_gid_set); a packet
+ * whose source GID is not there, or is in another tenant than its
+ * destination QP, is dropped and counted. */
+
+/* Start the fabric on underlay dev (before engine_start): bind UDP 4791 on
+ * its first IPv4 address and start the wire thread.  0 or -errno, with a
+ * message in err. */
+int engine_wire_start(struct urd_daemon *d, const char *dev, char *err, size_t errlen);
+void engine_wire_stop(struct urd_daemon *d);
+bool engine_wire_on(const struct urd_daemon *d);
+/* The underlay's address (network order), its MTU, and the active MTU of
+ * every vRNIC's port (enum ibv_mtu): the underlay MTU less 80, rounded down,
+ * as rxe's rxe_set_mtu; IBV_MTU_4096 without an underlay. */
+uint32_t engine_wire_ip(const struct urd_daemon *d);
+uint32_t engine_wire_dev_mtu(const struct urd_daemon *d);
+uint32_t engine_port_mtu(const struct urd_daemon *d);
+const char *engine_wire_dev(const struct urd_daemon *d);
+
+/* The directory's view, kept by the engine for the data path.  Big lock
+ * held.  engine_host_del forgets the host's GIDs too. */
+int engine_host_set(struct urd_daemon *d, const char *name, uint32_t ip, uint64_t incarnation, bool external);
+void engine_host_del(struct urd_daemon *d, const char *name);
+int engine_gid_set(struct urd_daemon *d, const uint8_t gid[16], const char *tenant, const char *host);
+void engine_gid_del(struct urd_daemon *d, const uint8_t gid[16]);
+/* Reading them (admin, metrics): hosts in a list, counters of packets that
+ * belong to no host (unknown sources and the like). */
+const struct engine_host *engine_hosts(const struct urd_daemon *d);
+const struct wire_counters *engine_wire_counters(const struct urd_daemon *d);
+/* Remote GIDs known: calls fn for each (big lock held). */
+void engine_gids_each(const struct urd_daemon *d,
+		      void (*fn)(void *arg, const uint8_t gid[16], const char *tenant, const struct engine_host *h),
+		      void *arg);
 
 #endif
