@@ -245,6 +245,7 @@ struct urd_vrnic {
 	 * RAM are bounded by it), unmounted at delete; false in harnesses */
 	bool own_mount;
 	uint64_t fs_bytes;
+	bool underlay_addr;             /* daemon/underlay.c put vip on the underlay */
 	struct engine_vrnic eng;        /* engine/engine.h: written by the engine only */
 };
 

@@ -32,6 +32,10 @@ void vrnic_fail(struct urd_vrnic *vr, const char *why);
 int vrnic_monitor_start(struct urd_daemon *d);
 void vrnic_monitor_stop(void);
 
+/* underlay.c: a vRNIC's address on the underlay device (with --underlay) */
+int underlay_addr_add(struct urd_vrnic *vr);
+void underlay_addr_del(struct urd_vrnic *vr);
+
 /* ctrl.c: the mailbox thread of each vRNIC */
 void *ctrl_thread_main(void *arg);
 /* True when the context in slot has no living owner (container: its OFD lock

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: unirdmad [--state-dir DIR] [--foreground] [--metrics ADDR:PORT|off]\n"
 		"                [--metrics-token-file FILE] [--admin-group GROUP] [--debug]\n"
+		"                [--underlay DEV]\n"
 		"\n"
 		"The unirdma host daemon: virtual RDMA NICs for containers and VMs.\n"
 		"  --state-dir DIR  where the admin socket and the vRNIC region files live\n"
@@ -39,6 +41,8 @@ static void usage(FILE *f)
 		"  --metrics-token-file F  the bearer token scrapers must send (default: a\n"
 		"                   fresh one in DIR/metrics.token, mode 0640)\n"
 		"  --admin-group G  members of group G may manage too (default: root only)\n"
+		"  --underlay DEV   carry traffic to other hosts as RoCEv2 (UDP 4791) on DEV;\n"
+		"                   each vRNIC's address is added to DEV as a /32\n"
 		"  --debug          verbose logging\n"
 		"Manage it with unirdma(8).  SIGTERM or SIGINT stop it cleanly.\n");
 }
@@ -122,12 +126,14 @@ int main(int argc, char **argv)
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "admin-group", required_argument, NULL, 'g' },
 		{ "metrics-token-file", required_argument, NULL, 'T' },
+		{ "underlay", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *state = "/run/unirdma";
 	const char *metrics = "127.0.0.1:9464", *admin_group = NULL;
 	const char *metrics_token = NULL;       /* NULL: a fresh one in STATE/metrics.token */
+	const char *underlay = NULL;            /* --underlay DEV: other hosts over RoCEv2 */
 	bool foreground = false, mounted_tmpfs;
 	struct urd_daemon *d;
 	char path[512];
@@ -142,6 +148,7 @@ int main(int argc, char **argv)
 		case 'm': metrics = optarg; break;
 		case 'g': admin_group = optarg; break;
 		case 'T': metrics_token = optarg; break;
+		case 'U': underlay = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -210,6 +217,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	if (underlay) {
+		char err[256];
+
+		ret = engine_wire_start(d, underlay, err, sizeof(err));
+		if (ret) {
+			log_err("cannot start the fabric: %s", err);
+			return 1;
+		}
+	}
 	ret = engine_start(d);
 	if (ret) {
 		log_err("cannot start the engine: %s", strerror(-ret));
@@ -257,6 +273,7 @@ int main(int argc, char **argv)
 	vrnic_destroy_all(d);
 	pthread_mutex_unlock(&d->lock);
 	engine_stop(d);
+	engine_wire_stop(d);
 	snprintf(path, sizeof(path), "%s/unirdmad.pid", state);
 	unlink(path);
 	if (mounted_tmpfs) {

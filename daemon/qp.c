@@ -273,8 +273,10 @@ int op_modify_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSE
 	qp->attr.qp_state = next;
 	if (next == IBV_QPS_ERR)
 		engine_qp_error(qp, false);
-	else if (next == IBV_QPS_RTS || next == IBV_QPS_RTR)
+	else if (next == IBV_QPS_RTS || next == IBV_QPS_RTR) {
+		engine_qp_connect(qp);  /* a peer on another host: the wire's state */
 		engine_activate(qp);    /* WQEs posted before the transition may be waiting */
+	}
 	return 0;
 }
 

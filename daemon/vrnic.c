@@ -254,7 +254,7 @@ static void init_header(struct urd_vrnic *vr, uint64_t file_size)
 
 	port->state = IBV_PORT_ACTIVE;
 	port->max_mtu = IBV_MTU_4096;
-	port->active_mtu = IBV_MTU_4096;
+	port->active_mtu = engine_port_mtu(vr->d);      /* the underlay's, as rxe */
 	port->gid_tbl_len = 1;
 	port->port_cap_flags = 0x04010000; /* CM supported | IP based GIDs */
 	port->max_msg_sz = URD_MAX_MSG;
@@ -425,6 +425,7 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 		ret = -ret;
 		goto err_mem;
 	}
+	underlay_addr_add(vr);
 	log_info("vrnic %s created: tenant %s, ip %s/%u, region %s", name, tenant,
 		 inet_ntoa((struct in_addr){ vr->vip }), vr->prefix, path);
 	*out = vr;
@@ -542,6 +543,7 @@ static void vrnic_teardown(struct urd_daemon *d, struct urd_vrnic *vr, uint32_t 
 	char path[600];
 
 	vrnic_stop_serving(vr, final_state);
+	underlay_addr_del(vr);
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
 		if (d->vrnics[i] == vr)
 			d->vrnics[i] = NULL;

@@ -113,12 +113,10 @@ void complete_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc
 
 /* Completion of a receive WQE (wr_id) for the message pkt brought.  A SEND
  * marked solicited wakes a CQ armed for solicited events (IB spec 11.4.2.2). */
-void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
-		   uint32_t byte_len, const struct packet *pkt)
+void complete_recv_info(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
+			uint32_t byte_len, const struct recv_info *ri)
 {
-	const struct urd_send_wqe *w = pkt->wqe;
 	struct urd_cqe c;
-	bool solicited = (w->flags & URD_WQE_SOLICITED) != 0;
 
 	memset(&c, 0, sizeof(c));
 	c.wr_id = wr_id;
@@ -127,10 +125,10 @@ void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint
 	c.qp_num = qp->qpn;
 	if (st == IBV_WC_SUCCESS) {
 		c.byte_len = byte_len;
-		c.src_qp = pkt->src->qpn;
-		c.sl = w->sl;
-		if (pkt->op->flags & URD_OPF_IMM) {
-			c.imm_data = w->imm_data;
+		c.src_qp = ri->src_qpn;
+		c.sl = ri->sl;
+		if (ri->has_imm) {
+			c.imm_data = ri->imm_be;
 			c.wc_flags |= IBV_WC_WITH_IMM;
 		}
 		if (qp->type == IBV_QPT_UD)
@@ -138,7 +136,20 @@ void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint
 	} else {
 		c.vendor_err = st;
 	}
-	post_cqe(qp, qp->rcq, &c, solicited);
+	post_cqe(qp, qp->rcq, &c, ri->solicited);
+}
+
+void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
+		   uint32_t byte_len, const struct packet *pkt)
+{
+	const struct urd_send_wqe *w = pkt->wqe;
+	struct recv_info ri = {
+		.src_qpn = pkt->src->qpn, .sl = w->sl, .imm_be = w->imm_data,
+		.has_imm = (pkt->op->flags & URD_OPF_IMM) != 0,
+		.solicited = (w->flags & URD_WQE_SOLICITED) != 0,
+	};
+
+	complete_recv_info(qp, wr_id, st, opcode, byte_len, &ri);
 }
 
 /* A receive WQE (wr_id) completed with IBV_WC_WR_FLUSH_ERR. */

@@ -144,6 +144,7 @@ void engine_forget(struct vr_qp *qp)
 		qp->eng.active = false;
 	}
 	engine_unwait(qp);
+	wire_qp_forget(qp);
 	/* going away or to RESET: a message in pieces is dropped on both sides */
 	free(qp->eng.xfer);
 	qp->eng.xfer = NULL;

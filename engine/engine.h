@@ -27,6 +27,7 @@ struct vr_qp;
 struct engine_xfer;
 struct futex_waitv;
 struct engine_wire;
+struct wire_qp;
 
 /* Why a QP's send queue is parked on the timer list. */
 enum engine_wait { QP_WAIT_NONE = 0, QP_WAIT_RNR, QP_WAIT_RETRY, QP_WAIT_QOS };
@@ -42,6 +43,7 @@ struct engine_qp {
 	bool retry_armed;
 	struct vr_qp *wait_next;        /* on the timer list while wait != NONE */
 	struct engine_xfer *xfer;       /* a message in pieces (internal.h), or NULL */
+	struct wire_qp *wire;           /* RC peer on another host (wire.h), or NULL */
 };
 
 /* Per vRNIC: its QPs with work, in the order they get their turns.  A pass
@@ -171,6 +173,18 @@ uint32_t engine_wire_ip(const struct urd_daemon *d);
 uint32_t engine_wire_dev_mtu(const struct urd_daemon *d);
 uint32_t engine_port_mtu(const struct urd_daemon *d);
 const char *engine_wire_dev(const struct urd_daemon *d);
+
+/* A QP entered RTR or RTS: an RC QP whose AV names a GID that is not a
+ * vRNIC of this host gets its connection state for the wire. */
+void engine_qp_connect(struct vr_qp *qp);
+/* gid is ::ffff:a.b.c.d: *ip = a.b.c.d (network order) */
+bool engine_gid_ip(const uint8_t gid[16], uint32_t *ip);
+
+/* Packets per system call, for the operator and the benchmarks. */
+struct engine_wire_stats {
+	uint64_t tx_calls, tx_pkts, rx_calls, rx_pkts, tx_dropped;
+};
+void engine_wire_stats(const struct urd_daemon *d, struct engine_wire_stats *s);
 
 /* The directory's view, kept by the engine for the data path.  Big lock
  * held.  engine_host_del forgets the host's GIDs too. */

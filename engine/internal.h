@@ -95,8 +95,22 @@ int mr_check_local(struct urd_vrnic *vr, struct vr_pd *pd, const struct urd_sge 
 int mr_check_remote(struct urd_vrnic *vr, struct vr_qp *qp, uint32_t rkey, uint64_t addr,
 		    uint64_t len, uint32_t need_access, struct vsge *out);
 uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig);
+/* Copies bytes [off, off + len) of a gather list out to dst, or flat src in
+ * at off of a scatter list; counted in eng->copied_bytes. */
+void vsge_read(struct engine *eng, uint8_t *dst, const struct vsge *g, uint32_t ng, uint64_t off, uint32_t len);
+void vsge_write(struct engine *eng, const struct vsge *g, uint32_t ng, uint64_t off, const uint8_t *src,
+		uint32_t len);
 uint32_t vsge_advance(struct vsge *v, uint32_t n, uint64_t off);
 void sg_copy(struct engine *eng, const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len);
+
+/* What a receive completion says about the message (comp.c). */
+struct recv_info {
+	uint32_t src_qpn;
+	uint32_t imm_be;
+	bool has_imm, solicited;
+	uint8_t sl;
+	const uint8_t *grh;             /* UD: the 40 bytes to put first, or NULL */
+};
 
 /* route.c */
 struct vr_qp *route_rc(struct vr_qp *src);
@@ -104,6 +118,23 @@ struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe);
 
 /* resp.c */
 enum resp_result resp_handle(struct vr_qp *dst, struct packet *pkt);
+/* The next receive WQE of qp (its SRQ or RQ), consumed: 1 and its wr_id and
+ * scatter list; 0 none; -1 a malformed one (consumed and completed in error). */
+int recv_take(struct vr_qp *qp, uint64_t *wr_id, struct urd_sge *sge, uint32_t *nsge);
+int recv_sg_check(struct vr_qp *qp, const struct urd_sge *sg, uint32_t num, struct vsge *out, uint64_t *room);
+/* UD from the wire: the GRH, then the payload, into the next receive WQE;
+ * false if there was none. */
+bool recv_deliver_ud(struct vr_qp *qp, const struct recv_info *ri, const uint8_t *data, uint32_t len);
+
+/* wire*.c, for the requester and the engine thread */
+enum resp_result wire_ud_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, const struct urd_opcode_info *op,
+			      const struct vsge *local, uint32_t n, uint32_t len);
+bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes);
+void wire_qp_forget(struct vr_qp *qp);
+/* req.c's send-queue helpers, shared with wire_rc.c */
+bool sq_fetch(struct vr_qp *qp);
+void sq_unwatch(struct vr_ring *sq);
+void wqe_copy(uint8_t *buf, const uint8_t *slot, uint32_t slot_bytes);
 
 /* comp.c: the only code that posts a CQE or moves a QP to the error state */
 enum qp_fail_reason {
@@ -115,6 +146,8 @@ enum qp_fail_reason {
 void complete_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, enum ibv_wc_status st);
 void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
 		   uint32_t byte_len, const struct packet *pkt);
+void complete_recv_info(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint32_t opcode,
+			uint32_t byte_len, const struct recv_info *ri);
 bool flush_recv_queue(struct vr_qp *qp, uint32_t *budget);
 void qp_fail(struct vr_qp *qp, enum qp_fail_reason why);
 

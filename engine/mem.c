@@ -127,3 +127,43 @@ uint32_t vsge_advance(struct vsge *v, uint32_t n, uint64_t off)
 	}
 	return i;
 }
+
+/* Bytes [off, off + len) of the list g, as flat memory at buf, in or out. */
+static void vsge_flat(struct engine *eng, const struct vsge *g, uint32_t ng, uint64_t off, uint8_t *buf,
+		      uint32_t len, bool out)
+{
+	struct vsge f = { .mr = NULL, .off = 0, .len = len, .flat = buf };
+	uint32_t i = 0;
+
+	while (i < ng && off >= g[i].len) {
+		off -= g[i].len;
+		i++;
+	}
+	if (i == ng)
+		return;
+	{
+		struct vsge first = g[i];
+		struct vsge tmp[ENGINE_MAX_SGE + 1];
+		uint32_t n = 0;
+
+		vsge_advance(&first, 1, off);
+		tmp[n++] = first;
+		for (uint32_t j = i + 1; j < ng && n < ENGINE_MAX_SGE + 1; j++)
+			tmp[n++] = g[j];
+		if (out)
+			sg_copy(eng, &f, 1, tmp, n, len);
+		else
+			sg_copy(eng, tmp, n, &f, 1, len);
+	}
+}
+
+void vsge_read(struct engine *eng, uint8_t *dst, const struct vsge *g, uint32_t ng, uint64_t off, uint32_t len)
+{
+	vsge_flat(eng, g, ng, off, dst, len, true);
+}
+
+void vsge_write(struct engine *eng, const struct vsge *g, uint32_t ng, uint64_t off, const uint8_t *src,
+		uint32_t len)
+{
+	vsge_flat(eng, g, ng, off, (uint8_t *)src, len, false);
+}

@@ -305,7 +305,12 @@ static inline enum req_state req_route(struct req_wqe *c)
  * counts against the step's budget either way. */
 static inline enum req_state req_deliver(struct req_wqe *c)
 {
-	c->res = c->dst ? resp_handle(c->dst, c->pkt) : RESP_SILENT;
+	if (c->dst)
+		c->res = resp_handle(c->dst, c->pkt);
+	else if (c->qp->type == IBV_QPT_UD && c->qp->vr->d->eng.wire)
+		c->res = wire_ud_send(c->qp, c->w, c->op, c->local, c->n, (uint32_t)c->len);
+	else
+		c->res = RESP_SILENT;
 	*c->bytes -= c->piece;
 	return REQST_CHECK_UD;
 }
@@ -484,7 +489,7 @@ static enum req_state execute(struct vr_qp *qp, const struct urd_send_wqe *w, ui
 
 /* The engine no longer watches this send queue: from now on the library
  * rings the doorbell for what it posts. */
-static void sq_unwatch(struct vr_ring *sq)
+void sq_unwatch(struct vr_ring *sq)
 {
 	if (sq->polling) {
 		sq->polling = false;
@@ -495,7 +500,7 @@ static void sq_unwatch(struct vr_ring *sq)
 /* Reads the tenant's producer index into sq->q.seen; true if WQEs wait.
  * Called once per batch, when the WQEs read last time are done, not per WQE:
  * prod's line is the one the poster keeps writing. */
-static bool sq_fetch(struct vr_qp *qp)
+bool sq_fetch(struct vr_qp *qp)
 {
 	struct vr_ring *sq = &qp->sq;
 	uint32_t prod = urd_queue_load_prod(&sq->q);
@@ -532,7 +537,7 @@ static bool sq_fetch(struct vr_qp *qp)
  * SGEs or inline bytes the header announces (never past the slot).  The
  * copy is what execute() validates and uses: the tenant may rewrite the
  * slot meanwhile. */
-static void wqe_copy(uint8_t *buf, const uint8_t *slot, uint32_t slot_bytes)
+void wqe_copy(uint8_t *buf, const uint8_t *slot, uint32_t slot_bytes)
 {
 	const struct urd_send_wqe *w = (const struct urd_send_wqe *)buf;
 	uint32_t body, sges;
@@ -641,7 +646,11 @@ static bool req_run(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *by
 bool req_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
 {
 	uint32_t flush = FLUSH_BUDGET;
-	bool more = req_run(qp, now, budget, bytes, &flush);
+	bool more;
+
+	if (qp->eng.wire)
+		return wire_rc_process(qp, now, budget, bytes);
+	more = req_run(qp, now, budget, bytes, &flush);
 
 	*bytes -= (int64_t)(FLUSH_BUDGET - flush) * FLUSH_COST;
 	return more;

@@ -87,8 +87,8 @@ static void fill_grh(uint8_t grh[GRH_BYTES], const struct vr_qp *src, const stru
 
 /* Validate a receive scatter list of num elements; returns the number of
  * vsges or -1. */
-static int recv_sg_check(struct vr_qp *qp, const struct urd_sge *sg, uint32_t num, struct vsge *out,
-			 uint64_t *room)
+int recv_sg_check(struct vr_qp *qp, const struct urd_sge *sg, uint32_t num, struct vsge *out,
+		  uint64_t *room)
 {
 	int n = 0;
 
@@ -358,4 +358,53 @@ enum resp_result resp_handle(struct vr_qp *qp, struct packet *pkt)
 	if (res == RESP_ACK && last)
 		count_rx(qp, w->opcode, pkt->total);
 	return res;
+}
+
+int recv_take(struct vr_qp *qp, uint64_t *wr_id, struct urd_sge *sge, uint32_t *nsge)
+{
+	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge)];
+	const struct urd_recv_wqe *rw;
+	uint32_t max_sge, limit = qp->srq ? qp->srq->max_sge : qp->cap.max_recv_sge;
+
+	rw = recv_peek(qp, wbuf, &max_sge);
+	if (!rw)
+		return 0;
+	recv_commit(qp);
+	if (rw->num_sge > limit || rw->num_sge > max_sge || rw->num_sge > ENGINE_MAX_SGE) {
+		struct recv_info ri = { 0 };
+
+		complete_recv_info(qp, rw->wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, &ri);
+		return -1;
+	}
+	*wr_id = rw->wr_id;
+	*nsge = rw->num_sge;
+	memcpy(sge, rw + 1, rw->num_sge * sizeof(struct urd_sge));
+	return 1;
+}
+
+bool recv_deliver_ud(struct vr_qp *qp, const struct recv_info *ri, const uint8_t *data, uint32_t len)
+{
+	uint8_t wbuf[sizeof(struct urd_recv_wqe) + URD_MAX_SGE * sizeof(struct urd_sge)];
+	struct vsge sg[ENGINE_MAX_SGE];
+	const struct urd_recv_wqe *rw;
+	uint32_t max_sge;
+	uint64_t room;
+	int n;
+
+	rw = recv_peek(qp, wbuf, &max_sge);
+	if (!rw) {
+		CNT_BOTH(qp, rnr_naks, 1);
+		return false;
+	}
+	n = recv_sges(qp, rw, max_sge, sg, &room);
+	recv_commit(qp);
+	if (n < 0 || room < (uint64_t)len + GRH_BYTES) {
+		complete_recv_info(qp, rw->wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, ri);
+		return true;
+	}
+	vsge_write(&qp->vr->d->eng, sg, (uint32_t)n, 0, ri->grh, GRH_BYTES);
+	vsge_write(&qp->vr->d->eng, sg, (uint32_t)n, GRH_BYTES, data, len);
+	complete_recv_info(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, len + GRH_BYTES, ri);
+	count_rx(qp, ri->has_imm ? URD_WR_SEND_WITH_IMM : URD_WR_SEND, len);
+	return true;
 }

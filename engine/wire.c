@@ -1,20 +1,655 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The fabric: RoCEv2 over UDP 4791 on the underlay. */
+/* The fabric: RoCEv2 over UDP 4791 on the underlay (ROCE.md, DESIGN.md 8).
+ *
+ * One UDP socket per daemon, bound to 0.0.0.0:4791 in its network namespace,
+ * unconnected and with IP_PMTUDISC_DO: the kernel then writes IP ID 0 with DF,
+ * the ID our ICRC assumes.  Every packet leaves from the address of the
+ * source vRNIC (IP_PKTINFO), which the control plane added to the underlay
+ * device: a vRNIC's GID is its address, as for any RoCE device.  Payloads are
+ * gathered straight from registered memory (iovecs into the MR), so the only
+ * copy on the way out is the kernel's into its socket buffer.
+ *
+ * Receiving (the wire thread): recvmmsg in batches, then for each packet,
+ * in this order, anything failing is dropped and counted by reason:
+ *   well-formed (roce_parse), ICRC right (ID 0, or solved for rxe's IDs),
+ *   source GID not one of ours, known to the directory or admitted,
+ *   destination QP exists on the vRNIC the packet is addressed to,
+ *   the source's tenant is the QP's,
+ *   then RC (wire_rc.c) or UD (here).
+ */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
+#include "futex.h"
+#include "log.h"
+#include "unirdma/barrier.h"
 #include "wire.h"
+
+#define WIRE_SPIN_NS   (100ull * 1000)          /* poll the socket this long after traffic */
+#define WIRE_IDLE_MS   100
+
+static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+static void gid_of_ip(uint8_t gid[16], uint32_t ip)
+{
+	memcpy(gid, v4mapped, 12);
+	memcpy(gid + 12, &ip, 4);
+}
+
+bool engine_gid_ip(const uint8_t gid[16], uint32_t *ip)
+{
+	if (memcmp(gid, v4mapped, 12))
+		return false;
+	memcpy(ip, gid + 12, 4);
+	return true;
+}
+
+uint16_t wire_sport(uint32_t qpn)
+{
+	(void)qpn;
+	return ROCE_UDP_PORT;   /* one socket: every packet leaves from 4791 */
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+void wire_flush(struct engine_wire *w)
+{
+	struct wire_tx *t = &w->tx;
+	uint32_t done = 0;
+
+	while (done < t->n) {
+		int r = sendmmsg(w->fd, t->msg + done, t->n - done, MSG_DONTWAIT);
+
+		w->tx_calls++;
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			/* a full socket buffer: the rest is lost like a NIC's
+			 * overflowing queue; retransmission recovers it */
+			w->tx_dropped += t->n - done;
+			if (r < 0 && errno != EAGAIN && errno != ENOBUFS)
+				log_debug("wire: sendmmsg: %s", strerror(errno));
+			break;
+		}
+		w->tx_pkts += (uint64_t)r;
+		done += (uint32_t)r;
+	}
+	t->n = 0;
+}
+
+/* Adds payload bytes [off, off + len) of the gather list to the iovec list;
+ * false if it needs more pieces than iov has room for. */
+static bool iov_gather(struct iovec *iov, uint32_t *niov, uint32_t max, const struct vsge *g, uint32_t ng,
+		       uint64_t off, uint32_t len, uint32_t *crc)
+{
+	uint32_t i = 0;
+
+	while (i < ng && off >= g[i].len) {
+		off -= g[i].len;
+		i++;
+	}
+	while (len && i < ng) {
+		uint64_t contig;
+		uint8_t *p = vsge_ptr(&g[i], off, &contig);
+		uint32_t take = len;
+
+		if (take > g[i].len - off)
+			take = (uint32_t)(g[i].len - off);
+		if (take > contig)
+			take = (uint32_t)contig;
+		if (*niov == max)
+			return false;
+		iov[*niov].iov_base = p;
+		iov[*niov].iov_len = take;
+		(*niov)++;
+		*crc = roce_icrc_add(*crc, p, take);
+		len -= take;
+		off += take;
+		if (off == g[i].len) {
+			off = 0;
+			i++;
+		}
+	}
+	return len == 0;
+}
+
+void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
+{
+	struct wire_tx *t = &w->tx;
+	uint32_t k, hlen, niov = 0, crc;
+	uint16_t udp_len;
+	struct roce_hdr h = p->h;
+	struct in_pktinfo *pi;
+	struct cmsghdr *cm;
+	struct wire_counters *c;
+
+	if (t->n == WIRE_BATCH)
+		wire_flush(w);
+	k = t->n;
+	h.pad = (uint8_t)((4 - (p->pay_len & 3)) & 3);
+	h.pkey = 0xffff;
+	hlen = roce_build(t->hdr[k], &h);
+	udp_len = (uint16_t)(8 + hlen + p->pay_len + h.pad + ROCE_ICRC_LEN);
+	crc = roce_icrc_start(p->sip, p->dip, wire_sport(0), 0, udp_len, t->hdr[k]);
+	crc = roce_icrc_add(crc, t->hdr[k] + ROCE_BTH_LEN, hlen - ROCE_BTH_LEN);
+	t->iov[k][niov].iov_base = t->hdr[k];
+	t->iov[k][niov++].iov_len = hlen;
+	if (p->pay_len) {
+		if (p->flat) {
+			t->iov[k][niov].iov_base = (void *)p->flat;
+			t->iov[k][niov++].iov_len = p->pay_len;
+			crc = roce_icrc_add(crc, p->flat, p->pay_len);
+		} else {
+			uint32_t save = niov, crc0 = crc;
+
+			if (!iov_gather(t->iov[k], &niov, WIRE_MAX_IOV - 1, p->pay, p->npay, p->pay_off,
+					p->pay_len, &crc)) {
+				/* too many pieces: copy them into the bounce buffer */
+				vsge_read(p->eng, t->bounce[k], p->pay, p->npay, p->pay_off, p->pay_len);
+				niov = save;
+				crc = crc0;
+				t->iov[k][niov].iov_base = t->bounce[k];
+				t->iov[k][niov++].iov_len = p->pay_len;
+				crc = roce_icrc_add(crc, t->bounce[k], p->pay_len);
+			}
+		}
+	}
+	memset(t->trailer[k], 0, 4);
+	crc = roce_icrc_add(crc, t->trailer[k], h.pad);
+	roce_icrc_put(crc, t->trailer[k] + h.pad);
+	t->iov[k][niov].iov_base = t->trailer[k];
+	t->iov[k][niov++].iov_len = h.pad + ROCE_ICRC_LEN;
+
+	t->dst[k].sin_family = AF_INET;
+	t->dst[k].sin_port = htons(ROCE_UDP_PORT);
+	t->dst[k].sin_addr.s_addr = p->dip;
+	memset(&t->msg[k], 0, sizeof(t->msg[k]));
+	t->msg[k].msg_hdr.msg_name = &t->dst[k];
+	t->msg[k].msg_hdr.msg_namelen = sizeof(t->dst[k]);
+	t->msg[k].msg_hdr.msg_iov = t->iov[k];
+	t->msg[k].msg_hdr.msg_iovlen = niov;
+	t->msg[k].msg_hdr.msg_control = t->ctl[k].buf;
+	t->msg[k].msg_hdr.msg_controllen = sizeof(t->ctl[k].buf);
+	cm = CMSG_FIRSTHDR(&t->msg[k].msg_hdr);
+	cm->cmsg_level = IPPROTO_IP;
+	cm->cmsg_type = IP_PKTINFO;
+	cm->cmsg_len = CMSG_LEN(sizeof(struct in_pktinfo));
+	pi = (struct in_pktinfo *)CMSG_DATA(cm);
+	memset(pi, 0, sizeof(*pi));
+	pi->ipi_spec_dst.s_addr = p->sip;
+	t->host[k] = p->host;
+	t->n++;
+
+	c = p->host ? &p->host->cnt : NULL;
+	if (c) {
+		c->tx_pkts++;
+		c->tx_bytes += udp_len - 8u;
+	}
+}
+
+/* ---- the directory, from the data path's side --------------------------- */
+
+static struct urd_vrnic *local_vrnic_by_ip(struct urd_daemon *d, uint32_t ip)
+{
+	for (int i = 0; i < URD_MAX_VRNICS; i++) {
+		struct urd_vrnic *vr = d->vrnics[i];
+
+		if (vr && vr->vip == ip)
+			return vr;
+	}
+	return NULL;
+}
+
+bool wire_may_send(struct vr_qp *qp, uint32_t dip, struct engine_host **host)
+{
+	uint8_t gid[16];
+	struct wire_gid *g;
+
+	gid_of_ip(gid, dip);
+	g = wire_gid_find(qp->vr->d, gid);
+	*host = g ? g->host : NULL;
+	if (!g || strcmp(g->tenant, qp->vr->tenant)) {
+		CNT_BOTH(qp, drops_other_tenant, 1);
+		return false;
+	}
+	return true;
+}
+
+/* Is this QP's RC peer (its AV) on another host?  Then it gets wire state. */
+void engine_qp_connect(struct vr_qp *qp)
+{
+	struct urd_daemon *d = qp->vr->d;
+	const struct urd_ah *ah = &qp->attr.ah;
+	uint32_t dip;
+
+	if (!d->eng.wire || qp->type != IBV_QPT_RC || !ah->is_global || !engine_gid_ip(ah->dgid, &dip))
+		return;
+	if (local_vrnic_by_ip(d, dip))
+		return;         /* a vRNIC of this host: shared memory */
+	if (!qp->eng.wire) {
+		qp->eng.wire = wire_rc_new(qp, qp->vr->vip, dip);
+		if (!qp->eng.wire) {
+			log_warn("qp %u: no memory for its connection state", qp->qpn);
+			return;
+		}
+	}
+	qp->eng.wire->dip = dip;
+	wire_rc_sync(qp);
+}
+
+void wire_qp_forget(struct vr_qp *qp)
+{
+	struct wire_qp *q = qp->eng.wire;
+	struct engine_wire *w = qp->vr->d->eng.wire;
+
+	if (!q)
+		return;
+	if (q->on_timer && w)
+		for (struct wire_qp **pp = &w->timers; *pp; pp = &(*pp)->timer_next)
+			if (*pp == q) {
+				*pp = q->timer_next;
+				break;
+			}
+	free(q->ring);
+	free(q);
+	qp->eng.wire = NULL;
+}
+
+void wire_timer_arm(struct engine_wire *w, struct wire_qp *q, uint64_t at)
+{
+	if (!q->on_timer) {
+		q->on_timer = true;
+		q->timer_next = w->timers;
+		w->timers = q;
+	}
+	if (!w->next_timer || at < w->next_timer)
+		w->next_timer = at;
+}
+
+/* ---- UD ------------------------------------------------------------------ */
+
+/* A UD datagram to a GID that is not on this host (req.c's deliver step).
+ * RESP_ACK: sent (or dropped, as UD may be); the sender completes either way. */
+enum resp_result wire_ud_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, const struct urd_opcode_info *op,
+			      const struct vsge *local, uint32_t n, uint32_t len)
+{
+	struct urd_daemon *d = qp->vr->d;
+	struct engine_wire *w = d->eng.wire;
+	struct wire_pkt_out p;
+	uint32_t dip;
+
+	if (!w || !wqe->is_global || !engine_gid_ip(wqe->dgid, &dip))
+		return RESP_SILENT;
+	memset(&p, 0, sizeof(p));
+	if (!wire_may_send(qp, dip, &p.host))
+		return RESP_ACK;
+	if (len > (128u << engine_port_mtu(d)))
+		return RESP_ACK;        /* larger than the port MTU: rxe sends nothing (C10-93.1.1) */
+	p.h.opcode = (op->flags & URD_OPF_IMM) ? ROCE_UD_SEND_ONLY_IMM : ROCE_UD_SEND_ONLY;
+	p.h.se = (wqe->flags & URD_WQE_SOLICITED) != 0;
+	p.h.dqpn = wqe->remote_qpn & 0xffffff;
+	p.h.psn = 0;
+	p.h.qkey = (wqe->remote_qkey & 0x80000000u) ? qp->attr.qkey : wqe->remote_qkey;
+	p.h.sqpn = qp->qpn;
+	p.h.imm_be = wqe->imm_data;
+	p.sip = qp->vr->vip;
+	p.dip = dip;
+	p.pay = local;
+	p.npay = n;
+	p.pay_len = len;
+	wire_emit(w, &p);
+	wire_flush(w);
+	return RESP_ACK;
+}
+
+/* RoCEv2 over IPv4 (rxe): 20 bytes of zeros, then the packet's IP header. */
+static void fill_grh_wire(uint8_t grh[GRH_BYTES], uint32_t sip, uint32_t dip, uint32_t udp_len)
+{
+	uint8_t *ip = grh + 20;
+	uint32_t sum = 0;
+	uint16_t tot = htons((uint16_t)(20 + udp_len));
+
+	memset(grh, 0, GRH_BYTES);
+	ip[0] = 0x45;
+	memcpy(ip + 2, &tot, 2);
+	ip[6] = 0x40;
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, &sip, 4);
+	memcpy(ip + 16, &dip, 4);
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+}
+
+static void wire_ud_rx(struct vr_qp *qp, struct wire_rx *rx, uint32_t udp_len)
+{
+	uint8_t grh[GRH_BYTES];
+	struct recv_info ri;
+
+	if (rx->h.qkey != qp->attr.qkey) {
+		rx->cnt->drops[WDROP_QKEY]++;
+		return;
+	}
+	fill_grh_wire(grh, rx->sip, rx->dip, udp_len);
+	memset(&ri, 0, sizeof(ri));
+	ri.src_qpn = rx->h.sqpn;
+	ri.imm_be = rx->h.imm_be;
+	ri.has_imm = rx->h.opcode == ROCE_UD_SEND_ONLY_IMM;
+	ri.solicited = rx->h.se;
+	ri.grh = grh;
+	if (!recv_deliver_ud(qp, &ri, rx->h.payload, rx->h.payload_len))
+		rx->cnt->drops[WDROP_NO_RECV]++;
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, uint32_t sip, uint32_t dip,
+			uint16_t sport, uint64_t now)
+{
+	struct wire_counters *gc = &d->eng.dir.cnt;
+	struct wire_rx rx;
+	uint8_t gid[16];
+	struct wire_gid *g;
+	struct vr_qp *qp;
+	uint16_t id;
+	uint32_t fl;
+
+	if (roce_parse(buf, len, &rx.h)) {
+		gc->drops[WDROP_MALFORMED]++;
+		return;
+	}
+	if (!roce_icrc_check(sip, dip, sport, buf, len, &id)) {
+		gc->drops[WDROP_ICRC]++;
+		return;
+	}
+	if (local_vrnic_by_ip(d, sip)) {
+		gc->drops[WDROP_SPOOFED_LOCAL]++;
+		return;
+	}
+	gid_of_ip(gid, sip);
+	g = wire_gid_find(d, gid);
+	if (!g) {
+		gc->drops[WDROP_UNKNOWN_SOURCE]++;
+		return;
+	}
+	rx.host = g->host;
+	rx.cnt = &g->host->cnt;
+	rx.sip = sip;
+	rx.dip = dip;
+	rx.cnt->rx_pkts++;
+	rx.cnt->rx_bytes += len;
+	qp = rx.h.dqpn > 1 ? qpn_lookup(d, rx.h.dqpn) : NULL;
+	if (!qp || qp->vr->vip != dip || qp->vr->failed) {
+		rx.cnt->drops[WDROP_NO_QP]++;
+		return;
+	}
+	if (strcmp(g->tenant, qp->vr->tenant)) {
+		rx.cnt->drops[WDROP_OTHER_TENANT]++;
+		CNT_BOTH(qp, drops_other_tenant, 1);
+		return;
+	}
+	fl = roce_op_flags(rx.h.opcode);
+	if (qp->type == IBV_QPT_UD) {
+		if (rx.h.opcode != ROCE_UD_SEND_ONLY && rx.h.opcode != ROCE_UD_SEND_ONLY_IMM) {
+			rx.cnt->drops[WDROP_TRANSPORT]++;
+			return;
+		}
+		if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
+			rx.cnt->drops[WDROP_QP_STATE]++;
+			return;
+		}
+		wire_ud_rx(qp, &rx, (uint32_t)len + 8);
+		return;
+	}
+	if (qp->type != IBV_QPT_RC || rx.h.opcode >= 0x20 || !(fl & ROCE_F_VALID)) {
+		rx.cnt->drops[WDROP_TRANSPORT]++;
+		return;
+	}
+	if (!qp->eng.wire || qp->eng.wire->dip != sip) {
+		rx.cnt->drops[WDROP_NOT_PEER]++;
+		return;
+	}
+	wire_rc_rx(d, qp, &rx, now);
+}
+
+/* The retransmission and RNR timers of every QP with something in flight. */
+static void wire_timers(struct urd_daemon *d, uint64_t now)
+{
+	struct engine_wire *w = d->eng.wire;
+	uint64_t next = 0;
+
+	if (w->next_timer && now < w->next_timer)
+		return;
+	for (struct wire_qp **pp = &w->timers; *pp;) {
+		struct wire_qp *q = *pp;
+
+		wire_rc_timer(d, q, now);
+		if (!q->rto_at && !q->rnr_at) {
+			*pp = q->timer_next;
+			q->on_timer = false;
+			continue;
+		}
+		if (q->rto_at && (!next || q->rto_at < next))
+			next = q->rto_at;
+		if (q->rnr_at && (!next || q->rnr_at < next))
+			next = q->rnr_at;
+		pp = &q->timer_next;
+	}
+	w->next_timer = next;
+}
+
+static void *wire_main(void *arg)
+{
+	struct urd_daemon *d = arg;
+	struct engine_wire *w = d->eng.wire;
+	struct mmsghdr msg[WIRE_BATCH];
+	struct iovec iov[WIRE_BATCH];
+	struct sockaddr_in src[WIRE_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		struct cmsghdr align;
+	} ctl[WIRE_BATCH];
+	uint64_t last_rx = 0;
+
+	pthread_setname_np(pthread_self(), "urd-wire");
+	while (!d->stopping) {
+		uint64_t now;
+		int n;
+
+		for (int i = 0; i < WIRE_BATCH; i++) {
+			iov[i].iov_base = w->rx[i];
+			iov[i].iov_len = WIRE_RX_BUF;
+			memset(&msg[i].msg_hdr, 0, sizeof(msg[i].msg_hdr));
+			msg[i].msg_hdr.msg_name = &src[i];
+			msg[i].msg_hdr.msg_namelen = sizeof(src[i]);
+			msg[i].msg_hdr.msg_iov = &iov[i];
+			msg[i].msg_hdr.msg_iovlen = 1;
+			msg[i].msg_hdr.msg_control = ctl[i].buf;
+			msg[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
+		}
+		n = recvmmsg(w->fd, msg, WIRE_BATCH, MSG_DONTWAIT, NULL);
+		now = urd_now_ns();
+		if (n > 0) {
+			w->rx_calls++;
+			w->rx_pkts += (uint64_t)n;
+			last_rx = now;
+		}
+		pthread_mutex_lock(&d->lock);
+		for (int i = 0; i < n; i++) {
+			uint32_t dip = 0;
+
+			if (msg[i].msg_hdr.msg_flags & MSG_TRUNC) {
+				d->eng.dir.cnt.drops[WDROP_MALFORMED]++;
+				continue;
+			}
+			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg[i].msg_hdr); cm;
+			     cm = CMSG_NXTHDR(&msg[i].msg_hdr, cm))
+				if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO)
+					dip = ((struct in_pktinfo *)CMSG_DATA(cm))->ipi_addr.s_addr;
+			wire_rx_one(d, w->rx[i], msg[i].msg_len, src[i].sin_addr.s_addr, dip,
+				    ntohs(src[i].sin_port), now);
+		}
+		wire_timers(d, now);
+		wire_flush(w);
+		pthread_mutex_unlock(&d->lock);
+		if (n > 0)
+			continue;
+		if (now - last_rx < WIRE_SPIN_NS) {
+			sched_yield();
+			continue;
+		}
+		{
+			struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
+			int ms = WIRE_IDLE_MS;
+			uint64_t nt = w->next_timer;
+
+			if (nt) {
+				uint64_t left = nt > now ? nt - now : 0;
+
+				ms = (int)((left + 999999) / 1000000);
+				if (ms > WIRE_IDLE_MS)
+					ms = WIRE_IDLE_MS;
+			}
+			if (ms > 0)
+				poll(&pfd, 1, ms);
+		}
+	}
+	return NULL;
+}
+
+/* ---- start and stop ------------------------------------------------------ */
+
+static int dev_ipv4(const char *dev, uint32_t *ip)
+{
+	struct ifaddrs *ifa, *i;
+	int ret = -EADDRNOTAVAIL;
+
+	if (getifaddrs(&ifa))
+		return -errno;
+	for (i = ifa; i; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && !strcmp(i->ifa_name, dev)) {
+			*ip = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+			ret = 0;
+			break;
+		}
+	freeifaddrs(ifa);
+	return ret;
+}
+
+static uint32_t mtu_enum(uint32_t dev_mtu)
+{
+	/* rxe_set_mtu: the netdev MTU less its largest headers, rounded down */
+	uint32_t room = dev_mtu > 80 ? dev_mtu - 80 : 0;
+	uint32_t e = IBV_MTU_256;
+
+	while (e < IBV_MTU_4096 && (128u << (e + 1)) <= room)
+		e++;
+	return e;
+}
 
 int engine_wire_start(struct urd_daemon *d, const char *dev, char *err, size_t errlen)
 {
-	(void)d;
-	snprintf(err, errlen, "underlay %s: not built yet", dev);
-	return -EOPNOTSUPP;
+	struct engine_wire *w;
+	struct sockaddr_in sa;
+	struct ifreq ifr;
+	int one = 1, pmtu = IP_PMTUDISC_DO, buf = 8 << 20, ret;
+
+	if (strlen(dev) >= IF_NAMESIZE) {
+		snprintf(err, errlen, "underlay %s: name too long", dev);
+		return -EINVAL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	strcpy(w->dev, dev);
+	ret = dev_ipv4(dev, &w->ip);
+	if (ret) {
+		snprintf(err, errlen, "underlay %s: no IPv4 address (%s)", dev, strerror(-ret));
+		free(w);
+		return ret;
+	}
+	w->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (w->fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		free(w);
+		return ret;
+	}
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, dev);
+	if (ioctl(w->fd, SIOCGIFMTU, &ifr)) {
+		ret = -errno;
+		snprintf(err, errlen, "underlay %s: %s", dev, strerror(errno));
+		goto fail;
+	}
+	w->dev_mtu = (uint32_t)ifr.ifr_mtu;
+	w->port_mtu = mtu_enum(w->dev_mtu);
+	setsockopt(w->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(w->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	setsockopt(w->fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
+	setsockopt(w->fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf));
+	setsockopt(w->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf));
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(ROCE_UDP_PORT);
+	if (bind(w->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		ret = -errno;
+		snprintf(err, errlen, "bind UDP %u: %s (is kernel rdma_rxe loaded in this namespace?)",
+			 ROCE_UDP_PORT, strerror(errno));
+		goto fail;
+	}
+	d->eng.wire = w;
+	ret = -pthread_create(&w->thread, NULL, wire_main, d);
+	if (ret) {
+		d->eng.wire = NULL;
+		snprintf(err, errlen, "thread: %s", strerror(-ret));
+		goto fail;
+	}
+	w->started = true;
+	{
+		char a[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &w->ip, a, sizeof(a));
+		log_info("fabric: RoCEv2 on %s (%s, MTU %u, port MTU %u)", dev, a, w->dev_mtu, 128u << w->port_mtu);
+	}
+	return 0;
+fail:
+	close(w->fd);
+	free(w);
+	return ret;
 }
 
+/* The engine thread has stopped (d->stopping set). */
 void engine_wire_stop(struct urd_daemon *d)
 {
+	struct engine_wire *w = d->eng.wire;
+
+	if (w) {
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		close(w->fd);
+		pthread_mutex_lock(&d->lock);
+		d->eng.wire = NULL;
+		pthread_mutex_unlock(&d->lock);
+		free(w);
+	}
+	pthread_mutex_lock(&d->lock);
 	wire_dir_free(d);
+	pthread_mutex_unlock(&d->lock);
 }
 
 bool engine_wire_on(const struct urd_daemon *d)
@@ -24,24 +659,34 @@ bool engine_wire_on(const struct urd_daemon *d)
 
 uint32_t engine_wire_ip(const struct urd_daemon *d)
 {
-	(void)d;
-	return 0;
+	return d->eng.wire ? d->eng.wire->ip : 0;
 }
 
 uint32_t engine_wire_dev_mtu(const struct urd_daemon *d)
 {
-	(void)d;
-	return 0;
+	return d->eng.wire ? d->eng.wire->dev_mtu : 0;
 }
 
 uint32_t engine_port_mtu(const struct urd_daemon *d)
 {
-	(void)d;
-	return 5;       /* IBV_MTU_4096 */
+	return d->eng.wire ? d->eng.wire->port_mtu : IBV_MTU_4096;
 }
 
 const char *engine_wire_dev(const struct urd_daemon *d)
 {
-	(void)d;
-	return NULL;
+	return d->eng.wire ? d->eng.wire->dev : NULL;
+}
+
+void engine_wire_stats(const struct urd_daemon *d, struct engine_wire_stats *s)
+{
+	const struct engine_wire *w = d->eng.wire;
+
+	memset(s, 0, sizeof(*s));
+	if (!w)
+		return;
+	s->tx_calls = w->tx_calls;
+	s->tx_pkts = w->tx_pkts;
+	s->rx_calls = w->rx_calls;
+	s->rx_pkts = w->rx_pkts;
+	s->tx_dropped = w->tx_dropped;
 }

@@ -1,9 +1,40 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The fabric's internals (engine/wire*.c only). */
+/* The fabric's internals (engine/wire*.c only).
+ *
+ *   wire_dir.c  the engine's copy of the directory: remote hosts and GIDs
+ *   wire.c      the socket, the wire thread, packet batches, receive checks
+ *               (who may send to whom), UD, connecting a QP to a remote peer
+ *   wire_rc.c   reliable connection as rxe does it: the requester's packets,
+ *               PSN window, retransmission, the completer (ACK, NAK, read
+ *               responses) and the responder (PSN checks, duplicates, RNR,
+ *               responder resources for READ and atomics)
+ *
+ * Threads: the engine thread sends requests (wire_rc_process, from
+ * req_process); the wire thread receives, answers and runs the
+ * retransmission and RNR timers.  Both hold the big lock while they touch
+ * a QP and flush their packets before they let it go, so the one batch
+ * (struct engine_wire.tx) is never shared across a lock release.
+ */
 #ifndef UNIRDMA_ENGINE_WIRE_H
 #define UNIRDMA_ENGINE_WIRE_H
 
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include "internal.h"
+#include "roce.h"
+
+#define WIRE_BATCH       64             /* packets per sendmmsg / recvmmsg */
+#define WIRE_MAX_IOV     40             /* header, payload pieces, pad + ICRC */
+#define WIRE_HDR_MAX     64             /* BTH and extension headers: at most 40 */
+#define WIRE_RX_BUF      (4096 + 128)   /* one datagram: MTU 4096 payload + headers */
+#define WIRE_WINDOW      128            /* unacknowledged PSNs (RXE_MAX_UNACKED_PSNS) */
+#define WIRE_ACK_EVERY   64             /* AckReq at least every this many packets */
+#define WIRE_MAX_INFLIGHT 256           /* WQEs in flight per QP */
+#define WIRE_MAX_RES     16             /* responder resources (READ, atomics) kept */
+#define GRH_BYTES        40u
 
 struct wire_gid {
 	uint8_t gid[16];
@@ -14,5 +45,140 @@ struct wire_gid {
 
 struct wire_gid *wire_gid_find(struct urd_daemon *d, const uint8_t gid[16]);
 void wire_dir_free(struct urd_daemon *d);
+
+/* One batch of packets under construction. */
+struct wire_tx {
+	uint32_t n;
+	struct mmsghdr msg[WIRE_BATCH];
+	struct iovec iov[WIRE_BATCH][WIRE_MAX_IOV];
+	uint8_t hdr[WIRE_BATCH][WIRE_HDR_MAX];
+	uint8_t trailer[WIRE_BATCH][8];
+	struct sockaddr_in dst[WIRE_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		struct cmsghdr align;
+	} ctl[WIRE_BATCH];
+	struct engine_host *host[WIRE_BATCH];
+	uint8_t bounce[WIRE_BATCH][4096];       /* payloads in more pieces than iov takes */
+};
+
+struct engine_wire {
+	int fd;
+	char dev[IF_NAMESIZE];
+	uint32_t ip;                    /* the underlay's address, network order */
+	uint32_t dev_mtu;
+	uint32_t port_mtu;              /* enum ibv_mtu */
+	pthread_t thread;
+	bool started;
+	uint64_t next_timer;            /* earliest RTO/RNR deadline (0: scan now) */
+	struct wire_qp *timers;         /* QPs with something in flight or an RNR wait */
+	struct wire_tx tx;
+	/* packets per syscall */
+	uint64_t tx_calls, tx_pkts, rx_calls, rx_pkts, tx_dropped;
+	uint8_t rx[WIRE_BATCH][WIRE_RX_BUF];
+};
+
+/* A send WQE in flight, copied when it was first sent: the tenant may
+ * rewrite its slot meanwhile. */
+struct wire_wqe {
+	uint32_t first_psn, last_psn;   /* READ: the responses' PSNs */
+	uint32_t len;
+	uint32_t npkts;
+	bool failed;                    /* local error found when it was started */
+	uint8_t status;                 /* its status then */
+	uint8_t wqe[] __attribute__((aligned(8)));      /* the slot's bytes */
+};
+
+/* A responder resource: a READ or an atomic kept for replay of duplicates. */
+struct wire_res {
+	bool valid, atomic;
+	uint32_t first_psn, last_psn;
+	uint64_t va;
+	uint32_t rkey, len;
+	uint64_t orig;                  /* the atomic's original value */
+};
+
+/* Per QP whose peer is on another host (RC), allocated when it is connected. */
+struct wire_qp {
+	struct vr_qp *qp;
+	uint32_t sip, dip;              /* our vRNIC's and the peer's addresses */
+	uint32_t mtu;                   /* path MTU in bytes */
+	/* requester */
+	uint32_t psn;                   /* next PSN to send (req.psn) */
+	uint32_t una;                   /* oldest unacknowledged PSN (comp.psn) */
+	uint32_t next_idx;              /* SQ index of the next WQE to start */
+	uint32_t cur_idx;               /* WQE being sent (== next_idx - 1 while cur_off < len) */
+	bool cur_open;                  /* a WQE is partly sent */
+	uint32_t cur_pkt;               /* its next packet */
+	uint32_t noack;                 /* packets since the last AckReq */
+	uint32_t rd_out;                /* READs and atomics in flight */
+	uint32_t retry_left, rnr_left;
+	uint64_t rto_at;                /* retransmission deadline, 0: off */
+	uint64_t rnr_at;                /* RNR wait until, 0: none */
+	uint32_t ring_n;                /* in-flight slots (power of two) */
+	uint32_t wqe_bytes;             /* bytes of one entry */
+	uint8_t *ring;                  /* ring_n entries of struct wire_wqe + slot */
+	/* responder */
+	uint32_t epsn;                  /* expected PSN */
+	uint32_t msn;
+	bool nak_sent;                  /* a PSN-sequence NAK went out for this gap */
+	uint8_t in_msg;                 /* 0, or ROCE_F_SEND / ROCE_F_WRITE in progress */
+	bool rx_wqe;                    /* a receive WQE is taken by the SEND in progress */
+	uint64_t rx_wr_id;
+	uint32_t rx_nsge;
+	uint64_t rx_off;
+	struct urd_sge rx_sge[URD_MAX_SGE];
+	uint64_t wr_va;                 /* WRITE in progress: next address, key, bytes left */
+	uint32_t wr_rkey;
+	uint64_t wr_resid;
+	struct wire_res res[WIRE_MAX_RES];
+	uint32_t res_next;
+	/* timer list */
+	struct wire_qp *timer_next;
+	bool on_timer;
+};
+
+static inline int32_t psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+static inline struct wire_wqe *wire_slot(const struct wire_qp *w, uint32_t idx)
+{
+	return (struct wire_wqe *)(w->ring + (size_t)(idx & (w->ring_n - 1)) * w->wqe_bytes);
+}
+
+/* wire.c */
+struct wire_pkt_out {                   /* what wire_emit sends */
+	struct roce_hdr h;
+	uint32_t sip, dip;
+	const struct vsge *pay;         /* payload: a gather list ... */
+	uint32_t npay;
+	uint64_t pay_off;               /* ... from this offset */
+	uint32_t pay_len;
+	const uint8_t *flat;            /* or flat bytes */
+	struct engine_host *host;       /* counters */
+	struct engine *eng;
+};
+void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p);
+void wire_flush(struct engine_wire *w);
+void wire_timer_arm(struct engine_wire *w, struct wire_qp *q, uint64_t at);
+struct engine_host *wire_host_of(struct urd_daemon *d, uint32_t ip);
+/* Whether qp may send to dip now: a GID the directory puts in qp's tenant. */
+bool wire_may_send(struct vr_qp *qp, uint32_t dip, struct engine_host **host);
+uint16_t wire_sport(uint32_t qpn);
+
+/* wire_rc.c */
+struct wire_rx {                        /* a received packet that passed the checks */
+	struct roce_hdr h;
+	uint32_t sip, dip;
+	struct engine_host *host;
+	struct wire_counters *cnt;
+};
+bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes);
+void wire_rc_rx(struct urd_daemon *d, struct vr_qp *qp, struct wire_rx *rx, uint64_t now);
+void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now);
+struct wire_qp *wire_rc_new(struct vr_qp *qp, uint32_t sip, uint32_t dip);
+void wire_rc_sync(struct vr_qp *qp);
 
 #endif

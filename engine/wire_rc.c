@@ -1,0 +1,1045 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Reliable connection on the wire, as rxe does it (ROCE.md section 2):
+ *
+ * Requester (engine thread, wire_rc_process): WQEs are copied out of the
+ * send queue when they start and sent as packets of the path MTU, one PSN
+ * each (a READ reserves one PSN per response packet); AckReq on a message's
+ * last packet and every WIRE_ACK_EVERY packets; at most WIRE_WINDOW PSNs
+ * unacknowledged and max_rd_atomic READs/atomics in flight.
+ *
+ * Completer (wire thread, on ACKs, NAKs, read responses and atomic ACKs):
+ * completes WQEs in order, go-back-N from the first unacknowledged PSN on a
+ * PSN-sequence NAK or when the retransmission timer (4.096 us << timeout)
+ * expires (retry_cnt times), waits the RNR timer on an RNR NAK (rnr_retry
+ * times, 7 = forever), and maps the other NAKs to the statuses a program
+ * expects (IBV_WC_REM_INV_REQ_ERR, _REM_ACCESS_ERR, _REM_OP_ERR).
+ *
+ * Responder (wire thread): executes requests in PSN order; a PSN ahead of
+ * the expected one gets one PSN-sequence NAK per gap, a PSN behind it is a
+ * duplicate: SEND/WRITE are acknowledged again without moving data, READs
+ * are replayed and atomics answered with their saved original value from a
+ * ring of responder resources.  No receive WQE: RNR NAK with min_rnr_timer.
+ * Class C errors (access, invalid request) NAK and move the QP to error.
+ */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "wire.h"
+
+#define AETH_ACK      0x1f      /* ACK, credits "unlimited" as rxe sends it */
+#define AETH_RNR      0x20
+#define AETH_NAK      0x60
+#define NAK_SEQ       0
+#define NAK_INV       1
+#define NAK_ACCESS    2
+#define NAK_OP        3
+
+static const uint32_t rnr_10ns[32] = {
+	65536000, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768,
+	1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+};
+
+static uint64_t rto_ns(const struct vr_qp *qp)
+{
+	uint32_t t = qp->attr.timeout;
+
+	if (!t)
+		t = 14;
+	if (t > 20)
+		t = 20;
+	if (t < 8)
+		t = 8;          /* at least 1 ms: a user-space peer is no ASIC */
+	return 4096ull << t;
+}
+
+static const struct urd_send_wqe *wqe_of(const struct wire_wqe *e)
+{
+	return (const struct urd_send_wqe *)e->wqe;
+}
+
+static uint32_t pkts_for(uint32_t len, uint32_t mtu)
+{
+	return len ? (len + mtu - 1) / mtu : 1;
+}
+
+struct wire_qp *wire_rc_new(struct vr_qp *qp, uint32_t sip, uint32_t dip)
+{
+	struct wire_qp *q = calloc(1, sizeof(*q));
+	uint32_t slot = 1u << qp->sq.q.shift, n = qp->sq.q.n ? qp->sq.q.n : 1;
+
+	if (!q)
+		return NULL;
+	if (n > WIRE_MAX_INFLIGHT)
+		n = WIRE_MAX_INFLIGHT;
+	q->ring_n = n;
+	q->wqe_bytes = (uint32_t)((sizeof(struct wire_wqe) + slot + 7) & ~7ul);
+	q->ring = calloc(n, q->wqe_bytes);
+	if (!q->ring) {
+		free(q);
+		return NULL;
+	}
+	q->qp = qp;
+	q->sip = sip;
+	q->dip = dip;
+	q->psn = q->una = qp->attr.sq_psn & 0xffffff;
+	q->epsn = qp->attr.rq_psn & 0xffffff;
+	q->next_idx = qp->sq.q.own;
+	q->retry_left = qp->attr.retry_cnt;
+	q->rnr_left = qp->attr.rnr_retry;
+	return q;
+}
+
+/* RTR sets the responder's PSN, RTS the requester's (nothing is in flight
+ * before RTS). */
+void wire_rc_sync(struct vr_qp *qp)
+{
+	struct wire_qp *q = qp->eng.wire;
+	uint32_t mtu = qp->attr.path_mtu ? qp->attr.path_mtu : IBV_MTU_1024;
+	uint32_t port = engine_port_mtu(qp->vr->d);
+
+	if (mtu > port)
+		mtu = port;
+	q->mtu = 128u << mtu;
+	if (qp->state == IBV_QPS_RTR)
+		q->epsn = qp->attr.rq_psn & 0xffffff;
+	if (q->next_idx == qp->sq.q.own && !q->cur_open) {
+		q->psn = q->una = qp->attr.sq_psn & 0xffffff;
+		q->next_idx = qp->sq.q.own;
+	}
+	q->retry_left = qp->attr.retry_cnt;
+	q->rnr_left = qp->attr.rnr_retry;
+}
+
+/* ---- requester ----------------------------------------------------------- */
+
+/* The WQE's local memory, checked again each time packets are built from it
+ * (the big lock was free in between: an MR may be gone).  0 or a status. */
+static int wqe_gather(struct vr_qp *qp, const struct wire_wqe *e, const struct urd_opcode_info *op,
+		      struct vsge *local, uint32_t *n, uint32_t slot_bytes)
+{
+	const struct urd_send_wqe *w = wqe_of(e);
+	uint64_t len = 0;
+
+	*n = 0;
+	if ((w->flags & URD_WQE_INLINE) && (op->flags & URD_OPF_INLINE)) {
+		if (w->inline_len > qp->cap.max_inline_data || w->inline_len > slot_bytes - URD_SEND_WQE_HDR)
+			return IBV_WC_LOC_LEN_ERR;
+		local[0] = (struct vsge){ .mr = NULL, .off = 0, .len = w->inline_len, .flat = (uint8_t *)(w + 1) };
+		*n = 1;
+		len = w->inline_len;
+	} else {
+		const struct urd_sge *sg = (const struct urd_sge *)(w + 1);
+
+		if (w->num_sge > qp->cap.max_send_sge || w->num_sge * sizeof(struct urd_sge) > slot_bytes - URD_SEND_WQE_HDR)
+			return IBV_WC_LOC_LEN_ERR;
+		for (uint32_t i = 0; i < w->num_sge; i++) {
+			if (!sg[i].length)
+				continue;
+			if (mr_check_local(qp->vr, qp->pd, &sg[i],
+					   (op->flags & URD_OPF_LOCAL_WRITE) ? IBV_ACCESS_LOCAL_WRITE : 0, &local[*n]))
+				return IBV_WC_LOC_PROT_ERR;
+			len += sg[i].length;
+			(*n)++;
+		}
+	}
+	if (len > URD_MAX_MSG || ((op->flags & URD_OPF_ATOMIC) && len != 8))
+		return IBV_WC_LOC_LEN_ERR;
+	return 0;
+}
+
+static uint32_t wqe_len(const struct urd_send_wqe *w, const struct urd_opcode_info *op)
+{
+	if ((w->flags & URD_WQE_INLINE) && (op->flags & URD_OPF_INLINE))
+		return w->inline_len;
+	{
+		const struct urd_sge *sg = (const struct urd_sge *)(w + 1);
+		uint64_t len = 0;
+
+		for (uint32_t i = 0; i < w->num_sge && i < URD_MAX_SGE; i++)
+			len += sg[i].length;
+		return (uint32_t)(len > URD_MAX_MSG ? URD_MAX_MSG : len);
+	}
+}
+
+/* Completes the WQE at the head of the send queue. */
+static void complete_head(struct vr_qp *qp, struct wire_qp *q, enum ibv_wc_status st)
+{
+	struct wire_wqe *e = wire_slot(q, qp->sq.q.own);
+	const struct urd_send_wqe *w = wqe_of(e);
+	const struct urd_opcode_info *op = urd_opcode(w->opcode, qp->type);
+
+	if (op && (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) && q->rd_out)
+		q->rd_out--;
+	if (q->cur_open && q->cur_idx == qp->sq.q.own)
+		q->cur_open = false;
+	if (st == IBV_WC_SUCCESS)
+		count_tx(qp, w->opcode, e->len);
+	urd_queue_advance_cons(&qp->sq.q);
+	complete_send(qp, w, st);
+}
+
+/* A WQE failed: it completes with st, the QP goes to the error state and the
+ * flush step completes the rest. */
+static void fail_head(struct vr_qp *qp, struct wire_qp *q, enum ibv_wc_status st)
+{
+	complete_head(qp, q, st);
+	q->rto_at = q->rnr_at = 0;
+	q->cur_open = false;
+	q->next_idx = qp->sq.q.own;
+	qp_fail(qp, QP_FAIL_WQE);
+}
+
+static uint8_t req_opcode(const struct urd_opcode_info *op, uint32_t wr_opcode, uint32_t k, uint32_t npkts)
+{
+	bool first = k == 0, last = k + 1 == npkts;
+
+	if (op->flags & URD_OPF_READ)
+		return ROCE_RC_READ_REQUEST;
+	if (op->flags & URD_OPF_ATOMIC)
+		return wr_opcode == URD_WR_ATOMIC_CMP_AND_SWP ? ROCE_RC_CMP_SWAP : ROCE_RC_FETCH_ADD;
+	if (op->flags & URD_OPF_WRITE) {
+		bool imm = (op->flags & URD_OPF_IMM) != 0;
+
+		if (first && last)
+			return imm ? ROCE_RC_WRITE_ONLY_IMM : ROCE_RC_WRITE_ONLY;
+		if (first)
+			return ROCE_RC_WRITE_FIRST;
+		if (last)
+			return imm ? ROCE_RC_WRITE_LAST_IMM : ROCE_RC_WRITE_LAST;
+		return ROCE_RC_WRITE_MIDDLE;
+	}
+	{
+		bool imm = (op->flags & URD_OPF_IMM) != 0;
+
+		if (first && last)
+			return imm ? ROCE_RC_SEND_ONLY_IMM : ROCE_RC_SEND_ONLY;
+		if (first)
+			return ROCE_RC_SEND_FIRST;
+		if (last)
+			return imm ? ROCE_RC_SEND_LAST_IMM : ROCE_RC_SEND_LAST;
+		return ROCE_RC_SEND_MIDDLE;
+	}
+}
+
+/* Packet k of WQE e (for a READ: the request for responses k..). */
+static void send_packet(struct vr_qp *qp, struct wire_qp *q, struct wire_wqe *e, const struct urd_opcode_info *op,
+			const struct vsge *local, uint32_t n, uint32_t k, struct engine_host *host)
+{
+	struct engine_wire *w = qp->vr->d->eng.wire;
+	const struct urd_send_wqe *wq = wqe_of(e);
+	struct wire_pkt_out p;
+	uint64_t off = (uint64_t)k * q->mtu;
+	bool last;
+
+	memset(&p, 0, sizeof(p));
+	p.h.opcode = req_opcode(op, wq->opcode, k, e->npkts);
+	p.h.dqpn = qp->attr.dest_qp_num & 0xffffff;
+	p.h.psn = (e->first_psn + k) & 0xffffff;
+	p.sip = q->sip;
+	p.dip = q->dip;
+	p.host = host;
+	p.eng = &qp->vr->d->eng;
+	if (op->flags & URD_OPF_READ) {
+		p.h.va = wq->remote_addr + off;
+		p.h.rkey = wq->rkey;
+		p.h.dmalen = (uint32_t)(e->len - off);
+		last = true;
+	} else if (op->flags & URD_OPF_ATOMIC) {
+		p.h.va = wq->remote_addr;
+		p.h.rkey = wq->rkey;
+		p.h.swap_add = wq->opcode == URD_WR_ATOMIC_CMP_AND_SWP ? wq->swap : wq->compare_add;
+		p.h.cmp = wq->compare_add;
+		last = true;
+	} else {
+		last = k + 1 == e->npkts;
+		p.pay = local;
+		p.npay = n;
+		p.pay_off = off;
+		p.pay_len = (uint32_t)(last ? e->len - off : q->mtu);
+		if (op->flags & URD_OPF_WRITE) {
+			p.h.va = wq->remote_addr;
+			p.h.rkey = wq->rkey;
+			p.h.dmalen = e->len;
+		}
+		if (last) {
+			p.h.imm_be = wq->imm_data;
+			p.h.se = (wq->flags & URD_WQE_SOLICITED) != 0;
+		}
+	}
+	if (last || ++q->noack >= WIRE_ACK_EVERY) {
+		p.h.ackreq = true;
+		q->noack = 0;
+	}
+	wire_emit(w, &p);
+}
+
+/* Go back to the first unacknowledged PSN: the WQE that holds it is sent
+ * again from that packet on, and every WQE after it. */
+static void go_back(struct vr_qp *qp, struct wire_qp *q)
+{
+	uint32_t idx = qp->sq.q.own;
+
+	q->cur_open = false;
+	q->rd_out = 0;
+	q->noack = 0;
+	if (idx == q->next_idx) {
+		q->psn = q->una;
+		return;
+	}
+	{
+		struct wire_wqe *e = wire_slot(q, idx);
+		int32_t k = psn_diff(q->una, e->first_psn);
+
+		if (k < 0 || (uint32_t)k >= e->npkts)
+			k = 0;
+		q->cur_idx = idx;
+		q->cur_open = true;
+		q->cur_pkt = (uint32_t)k;
+		q->next_idx = idx + 1;
+		q->psn = (e->first_psn + (uint32_t)k) & 0xffffff;
+		if (e->failed)
+			q->cur_open = false, q->next_idx = idx;
+	}
+	engine_activate(qp);
+}
+
+static void arm_rto(struct vr_qp *qp, struct wire_qp *q, uint64_t now)
+{
+	q->rto_at = now + rto_ns(qp);
+	wire_timer_arm(qp->vr->d->eng.wire, q, q->rto_at);
+}
+
+bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
+{
+	struct engine_wire *w = qp->vr->d->eng.wire;
+	struct wire_qp *q = qp->eng.wire;
+	struct vr_ring *sq = &qp->sq;
+	uint32_t slot_bytes = 1u << sq->q.shift;
+	struct engine_host *host = NULL;
+	bool more = false, sent = false, may;
+
+	if (!w || q->rnr_at || slot_bytes > WQE_MAX_BYTES || slot_bytes < URD_SEND_WQE_HDR) {
+		sq_unwatch(sq);
+		return false;
+	}
+	may = wire_may_send(qp, q->dip, &host);
+	while (budget) {
+		struct vsge local[ENGINE_MAX_SGE];
+		const struct urd_opcode_info *op;
+		struct wire_wqe *e;
+		uint32_t n = 0;
+		int st;
+
+		if (*bytes <= 0) {
+			more = true;
+			break;
+		}
+		if (!q->cur_open) {
+			if (q->next_idx == sq->q.seen && !sq_fetch(qp))
+				break;
+			if (q->next_idx == sq->q.seen)
+				break;
+			if (qp->state != IBV_QPS_RTS) {
+				sq_unwatch(sq);
+				break;
+			}
+			if (q->next_idx - sq->q.own >= q->ring_n || psn_diff(q->psn, q->una) >= WIRE_WINDOW)
+				break;  /* the window is full: an ACK re-activates us */
+			e = wire_slot(q, q->next_idx);
+			wqe_copy(e->wqe, urd_queue_slot(&sq->q, q->next_idx), slot_bytes);
+			op = urd_opcode(wqe_of(e)->opcode, qp->type);
+			e->failed = false;
+			if (!op) {
+				st = IBV_WC_LOC_QP_OP_ERR;
+			} else {
+				st = wqe_gather(qp, e, op, local, &n, slot_bytes);
+				e->len = wqe_len(wqe_of(e), op);
+			}
+			if (st) {
+				/* it fails in order: once everything before it completed */
+				if (q->next_idx != sq->q.own)
+					break;
+				q->next_idx++;
+				fail_head(qp, q, (enum ibv_wc_status)st);
+				return false;
+			}
+			if ((op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) &&
+			    q->rd_out >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
+				break;
+			e->npkts = (op->flags & URD_OPF_ATOMIC) ? 1 : pkts_for(e->len, q->mtu);
+			e->first_psn = q->psn;
+			e->last_psn = (q->psn + e->npkts - 1) & 0xffffff;
+			q->cur_idx = q->next_idx++;
+			q->cur_open = true;
+			q->cur_pkt = 0;
+			*bytes -= 512;
+			budget--;
+		} else {
+			e = wire_slot(q, q->cur_idx);
+			op = urd_opcode(wqe_of(e)->opcode, qp->type);
+			st = op ? wqe_gather(qp, e, op, local, &n, slot_bytes) : IBV_WC_LOC_QP_OP_ERR;
+			if (st) {
+				if (q->cur_idx != sq->q.own)
+					break;
+				fail_head(qp, q, (enum ibv_wc_status)st);
+				return false;
+			}
+		}
+		if (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) {
+			if (may)
+				send_packet(qp, q, e, op, local, n, q->cur_pkt, host);
+			q->rd_out++;
+			q->psn = (e->last_psn + 1) & 0xffffff;
+			q->cur_open = false;
+			sent = true;
+			continue;
+		}
+		while (q->cur_pkt < e->npkts && psn_diff(q->psn, q->una) < WIRE_WINDOW && *bytes > 0) {
+			if (may)
+				send_packet(qp, q, e, op, local, n, q->cur_pkt, host);
+			q->cur_pkt++;
+			q->psn = (q->psn + 1) & 0xffffff;
+			*bytes -= q->mtu;
+			sent = true;
+		}
+		if (q->cur_pkt < e->npkts) {
+			more = *bytes <= 0;
+			break;
+		}
+		q->cur_open = false;
+	}
+	if (sent && !q->rto_at)
+		arm_rto(qp, q, now);
+	wire_flush(w);
+	if (!more)
+		sq_unwatch(sq);
+	return more;
+}
+
+/* ---- completer ----------------------------------------------------------- */
+
+/* Every WQE whose PSNs all lie before psn completes, up to the first READ or
+ * atomic (those complete by their responses).  Returns true if one did. */
+static bool complete_before(struct vr_qp *qp, struct wire_qp *q, uint32_t psn)
+{
+	bool did = false;
+
+	while (qp->sq.q.own != q->next_idx && qp->state != IBV_QPS_ERR) {
+		struct wire_wqe *e = wire_slot(q, qp->sq.q.own);
+		const struct urd_opcode_info *op = urd_opcode(wqe_of(e)->opcode, qp->type);
+
+		if (!op || (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)))
+			break;
+		if (psn_diff(e->last_psn, psn) >= 0)
+			break;
+		if (q->cur_open && q->cur_idx == qp->sq.q.own && q->cur_pkt < e->npkts)
+			break;  /* not all of it was sent yet */
+		complete_head(qp, q, IBV_WC_SUCCESS);
+		did = true;
+	}
+	return did;
+}
+
+static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t now)
+{
+	if (psn_diff(una, q->una) > 0)
+		q->una = una;
+	q->retry_left = qp->attr.retry_cnt;
+	q->rnr_left = qp->attr.rnr_retry;
+	if (q->una == q->psn && qp->sq.q.own == q->next_idx)
+		q->rto_at = 0;
+	else
+		arm_rto(qp, q, now);
+	engine_activate(qp);
+}
+
+static enum ibv_wc_status nak_status(uint8_t code)
+{
+	switch (code) {
+	case NAK_INV: return IBV_WC_REM_INV_REQ_ERR;
+	case NAK_ACCESS: return IBV_WC_REM_ACCESS_ERR;
+	default: return IBV_WC_REM_OP_ERR;
+	}
+}
+
+static void read_response(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_t now)
+{
+	uint32_t psn = rx->h.psn;
+	struct wire_wqe *e;
+	const struct urd_opcode_info *op;
+	struct vsge local[ENGINE_MAX_SGE];
+	uint32_t n, k, fl = roce_op_flags(rx->h.opcode);
+
+	complete_before(qp, q, psn);
+	if (qp->sq.q.own == q->next_idx || qp->state == IBV_QPS_ERR)
+		return;
+	e = wire_slot(q, qp->sq.q.own);
+	op = urd_opcode(wqe_of(e)->opcode, qp->type);
+	if (!op || !(op->flags & URD_OPF_READ))
+		return;
+	if (psn_diff(psn, q->una) != 0) {
+		if (psn_diff(psn, q->una) > 0 && !q->rnr_at) {
+			/* a response was lost: ask again from the first missing one */
+			rx->cnt->retransmits++;
+			go_back(qp, q);
+		}
+		return;
+	}
+	k = (uint32_t)psn_diff(psn, e->first_psn);
+	if (k >= e->npkts)
+		return;
+	if (wqe_gather(qp, e, op, local, &n, 1u << qp->sq.q.shift)) {
+		fail_head(qp, q, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	{
+		uint64_t off = (uint64_t)k * q->mtu;
+		bool last = (fl & ROCE_F_LAST) != 0;
+		uint32_t want = last ? (uint32_t)(e->len - off) : q->mtu;
+
+		if (rx->h.payload_len != want || (last != (k + 1 == e->npkts))) {
+			fail_head(qp, q, IBV_WC_BAD_RESP_ERR);
+			return;
+		}
+		vsge_write(&qp->vr->d->eng, local, n, off, rx->h.payload, rx->h.payload_len);
+		progress(qp, q, (psn + 1) & 0xffffff, now);
+		if (last)
+			complete_head(qp, q, IBV_WC_SUCCESS);
+	}
+}
+
+static void atomic_ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_t now)
+{
+	struct wire_wqe *e;
+	const struct urd_opcode_info *op;
+	struct vsge local[ENGINE_MAX_SGE];
+	uint32_t n;
+	uint64_t orig = rx->h.orig;
+
+	complete_before(qp, q, rx->h.psn);
+	if (qp->sq.q.own == q->next_idx || qp->state == IBV_QPS_ERR)
+		return;
+	e = wire_slot(q, qp->sq.q.own);
+	op = urd_opcode(wqe_of(e)->opcode, qp->type);
+	if (!op || !(op->flags & URD_OPF_ATOMIC) || e->first_psn != rx->h.psn)
+		return;
+	if (wqe_gather(qp, e, op, local, &n, 1u << qp->sq.q.shift)) {
+		fail_head(qp, q, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	vsge_write(&qp->vr->d->eng, local, n, 0, (const uint8_t *)&orig, 8);
+	progress(qp, q, (rx->h.psn + 1) & 0xffffff, now);
+	complete_head(qp, q, IBV_WC_SUCCESS);
+}
+
+static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_t now)
+{
+	uint32_t psn = rx->h.psn;
+	uint8_t syn = rx->h.syndrome;
+
+	if (psn_diff(psn, q->una) < -1 || psn_diff(psn, q->psn) >= 0)
+		return;         /* stale, or for a PSN we never sent */
+	switch (syn & 0x60) {
+	case 0x00:      /* ACK */
+		rx->cnt->acks_rx++;
+		complete_before(qp, q, (psn + 1) & 0xffffff);
+		if (qp->state == IBV_QPS_ERR)
+			return;
+		{
+			uint32_t una = (psn + 1) & 0xffffff;
+
+			/* a READ or atomic at the head keeps una at its first
+			 * PSN; an ACK past it means its response was lost */
+			if (qp->sq.q.own != q->next_idx) {
+				struct wire_wqe *e = wire_slot(q, qp->sq.q.own);
+				const struct urd_opcode_info *op = urd_opcode(wqe_of(e)->opcode, qp->type);
+
+				if (op && (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) &&
+				    psn_diff(una, e->first_psn) > 0) {
+					q->una = e->first_psn;
+					rx->cnt->retransmits++;
+					go_back(qp, q);
+					return;
+				}
+			}
+			progress(qp, q, una, now);
+		}
+		break;
+	case 0x20:      /* RNR NAK */
+		rx->cnt->naks_rx[WNAK_RNR]++;
+		complete_before(qp, q, psn);
+		if (qp->state == IBV_QPS_ERR)
+			return;
+		q->una = psn;
+		if (q->rnr_left != 7) {
+			if (!q->rnr_left) {
+				fail_head(qp, q, IBV_WC_RNR_RETRY_EXC_ERR);
+				return;
+			}
+			q->rnr_left--;
+		}
+		q->rnr_at = now + (uint64_t)rnr_10ns[syn & 0x1f] * 10000ull;
+		q->rto_at = 0;
+		wire_timer_arm(qp->vr->d->eng.wire, q, q->rnr_at);
+		break;
+	case 0x60:      /* NAK */
+		switch (syn & 0x1f) {
+		case NAK_SEQ:
+			rx->cnt->naks_rx[WNAK_SEQ]++;
+			complete_before(qp, q, psn);
+			if (qp->state == IBV_QPS_ERR)
+				return;
+			q->una = psn;
+			rx->cnt->retransmits++;
+			go_back(qp, q);
+			arm_rto(qp, q, now);
+			break;
+		default:
+			rx->cnt->naks_rx[(syn & 0x1f) == NAK_INV ? WNAK_INV_REQ :
+					 (syn & 0x1f) == NAK_ACCESS ? WNAK_ACCESS : WNAK_OP]++;
+			complete_before(qp, q, psn);
+			if (qp->state == IBV_QPS_ERR || qp->sq.q.own == q->next_idx)
+				return;
+			fail_head(qp, q, nak_status(syn & 0x1f));
+			break;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
+{
+	struct vr_qp *qp = q->qp;
+
+	(void)d;
+	if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_RESET) {
+		q->rto_at = q->rnr_at = 0;
+		return;
+	}
+	if (q->rnr_at && now >= q->rnr_at) {
+		q->rnr_at = 0;
+		go_back(qp, q);
+		arm_rto(qp, q, now);
+	}
+	if (q->rto_at && now >= q->rto_at) {
+		struct engine_host *h = NULL;
+
+		if (q->una == q->psn && qp->sq.q.own == q->next_idx) {
+			q->rto_at = 0;
+			return;
+		}
+		wire_may_send(qp, q->dip, &h);
+		if (h)
+			h->cnt.timeouts++;
+		else
+			d->eng.dir.cnt.timeouts++;
+		CNT_BOTH(qp, retries, 1);
+		if (!q->retry_left) {
+			if (qp->sq.q.own != q->next_idx)
+				fail_head(qp, q, IBV_WC_RETRY_EXC_ERR);
+			q->rto_at = 0;
+			return;
+		}
+		q->retry_left--;
+		if (h)
+			h->cnt.retransmits++;
+		go_back(qp, q);
+		arm_rto(qp, q, now);
+	}
+}
+
+/* ---- responder ----------------------------------------------------------- */
+
+static void send_ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint8_t opcode, uint8_t syn,
+		     uint32_t psn, uint64_t orig)
+{
+	struct wire_pkt_out p;
+
+	memset(&p, 0, sizeof(p));
+	p.h.opcode = opcode;
+	p.h.dqpn = qp->attr.dest_qp_num & 0xffffff;
+	p.h.psn = psn & 0xffffff;
+	p.h.syndrome = syn;
+	p.h.msn = q->msn & 0xffffff;
+	p.h.orig = orig;
+	p.sip = q->sip;
+	p.dip = q->dip;
+	p.host = rx->host;
+	p.eng = &qp->vr->d->eng;
+	wire_emit(qp->vr->d->eng.wire, &p);
+	if ((syn & 0x60) == 0)
+		rx->cnt->acks_tx++;
+	else if ((syn & 0x60) == AETH_RNR)
+		rx->cnt->naks_tx[WNAK_RNR]++;
+	else
+		rx->cnt->naks_tx[(syn & 0x1f) == NAK_SEQ ? WNAK_SEQ : (syn & 0x1f) == NAK_INV ? WNAK_INV_REQ :
+				 (syn & 0x1f) == NAK_ACCESS ? WNAK_ACCESS : WNAK_OP]++;
+}
+
+/* A class C error: NAK, and the responder's QP goes to the error state. */
+static void class_c(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint8_t code)
+{
+	send_ack(qp, q, rx, ROCE_RC_ACK, AETH_NAK | code, rx->h.psn, 0);
+	if (qp->state != IBV_QPS_ERR)
+		qp_fail(qp, code == NAK_ACCESS ? QP_FAIL_ACCESS : QP_FAIL_REQUEST);
+}
+
+/* READ responses for PSNs [from, res->last_psn] of resource res. */
+static void read_reply(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, const struct wire_res *res,
+		       uint32_t from)
+{
+	uint32_t npkts = (uint32_t)psn_diff(res->last_psn, res->first_psn) + 1;
+	uint32_t k0 = (uint32_t)psn_diff(from, res->first_psn);
+	struct vsge t;
+
+	if (res->len && mr_check_remote(qp->vr, qp, res->rkey, res->va, res->len, IBV_ACCESS_REMOTE_READ, &t)) {
+		class_c(qp, q, rx, NAK_ACCESS);
+		return;
+	}
+	for (uint32_t k = k0; k < npkts; k++) {
+		struct wire_pkt_out p;
+		uint64_t off = (uint64_t)k * q->mtu;
+
+		memset(&p, 0, sizeof(p));
+		if (npkts == 1)
+			p.h.opcode = ROCE_RC_READ_RESP_ONLY;
+		else if (k == 0)
+			p.h.opcode = ROCE_RC_READ_RESP_FIRST;
+		else if (k + 1 == npkts)
+			p.h.opcode = ROCE_RC_READ_RESP_LAST;
+		else
+			p.h.opcode = ROCE_RC_READ_RESP_MIDDLE;
+		p.h.dqpn = qp->attr.dest_qp_num & 0xffffff;
+		p.h.psn = (res->first_psn + k) & 0xffffff;
+		p.h.syndrome = AETH_ACK;
+		p.h.msn = q->msn & 0xffffff;
+		p.sip = q->sip;
+		p.dip = q->dip;
+		p.host = rx->host;
+		p.eng = &qp->vr->d->eng;
+		p.pay = &t;
+		p.npay = res->len ? 1 : 0;
+		p.pay_off = off;
+		p.pay_len = k + 1 == npkts ? (uint32_t)(res->len - off) : q->mtu;
+		if (!res->len)
+			p.pay_len = 0;
+		wire_emit(qp->vr->d->eng.wire, &p);
+	}
+}
+
+static struct wire_res *res_find(struct wire_qp *q, uint32_t psn)
+{
+	for (uint32_t i = 0; i < WIRE_MAX_RES; i++) {
+		struct wire_res *r = &q->res[i];
+
+		if (r->valid && psn_diff(psn, r->first_psn) >= 0 && psn_diff(r->last_psn, psn) >= 0)
+			return r;
+	}
+	return NULL;
+}
+
+static struct wire_res *res_new(struct vr_qp *qp, struct wire_qp *q)
+{
+	uint32_t depth = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic : 1;
+	struct wire_res *r;
+
+	if (depth > WIRE_MAX_RES)
+		depth = WIRE_MAX_RES;
+	r = &q->res[q->res_next++ % depth];
+	memset(r, 0, sizeof(*r));
+	r->valid = true;
+	return r;
+}
+
+static void duplicate(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint32_t fl)
+{
+	struct wire_res *r;
+
+	if (fl & ROCE_F_READ_REQ) {
+		r = res_find(q, rx->h.psn);
+		if (r && !r->atomic)
+			read_reply(qp, q, rx, r, rx->h.psn);
+		else
+			rx->cnt->drops[WDROP_PSN]++;
+		return;
+	}
+	if (fl & ROCE_F_ATOMIC) {
+		r = res_find(q, rx->h.psn);
+		if (r && r->atomic && r->first_psn == rx->h.psn)
+			send_ack(qp, q, rx, ROCE_RC_ATOMIC_ACK, AETH_ACK, rx->h.psn, r->orig);
+		else
+			rx->cnt->drops[WDROP_PSN]++;
+		return;
+	}
+	/* C9-105: SEND/WRITE again: acknowledged, not executed */
+	send_ack(qp, q, rx, ROCE_RC_ACK, AETH_ACK, (q->epsn - 1) & 0xffffff, 0);
+}
+
+/* SEND packets: the first takes a receive WQE (none: RNR NAK); each lands at
+ * its offset of the WQE's scatter list; the last completes it. */
+static bool do_send(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint32_t fl)
+{
+	struct vsge sg[ENGINE_MAX_SGE];
+	uint64_t room;
+	int n;
+
+	if (fl & ROCE_F_FIRST) {
+		int r = recv_take(qp, &q->rx_wr_id, q->rx_sge, &q->rx_nsge);
+
+		if (r == 0) {
+			CNT_BOTH(qp, rnr_naks, 1);
+			send_ack(qp, q, rx, ROCE_RC_ACK, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), rx->h.psn, 0);
+			return false;
+		}
+		if (r < 0) {
+			class_c(qp, q, rx, NAK_OP);
+			return false;
+		}
+		q->rx_wqe = true;
+		q->rx_off = 0;
+	}
+	n = recv_sg_check(qp, q->rx_sge, q->rx_nsge, sg, &room);
+	if (n < 0 || q->rx_off + rx->h.payload_len > room) {
+		struct recv_info ri = { .src_qpn = qp->attr.dest_qp_num };
+
+		q->rx_wqe = false;
+		complete_recv_info(qp, q->rx_wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, &ri);
+		class_c(qp, q, rx, n < 0 ? NAK_OP : NAK_INV);
+		return false;
+	}
+	vsge_write(&qp->vr->d->eng, sg, (uint32_t)n, q->rx_off, rx->h.payload, rx->h.payload_len);
+	q->rx_off += rx->h.payload_len;
+	if (fl & ROCE_F_LAST) {
+		struct recv_info ri = {
+			.src_qpn = qp->attr.dest_qp_num, .imm_be = rx->h.imm_be,
+			.has_imm = (fl & ROCE_F_IMM) != 0, .solicited = rx->h.se,
+		};
+
+		q->rx_wqe = false;
+		complete_recv_info(qp, q->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)q->rx_off, &ri);
+		count_rx(qp, (fl & ROCE_F_IMM) ? URD_WR_SEND_WITH_IMM : URD_WR_SEND, q->rx_off);
+	}
+	return true;
+}
+
+static bool do_write(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint32_t fl)
+{
+	struct vsge t;
+	uint64_t wr_id = 0;
+	uint32_t len = rx->h.payload_len;
+
+	if (fl & ROCE_F_FIRST) {
+		if (rx->h.dmalen && mr_check_remote(qp->vr, qp, rx->h.rkey, rx->h.va, rx->h.dmalen,
+						    IBV_ACCESS_REMOTE_WRITE, &t)) {
+			class_c(qp, q, rx, NAK_ACCESS);
+			return false;
+		}
+		if (!rx->h.dmalen && !(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
+			class_c(qp, q, rx, NAK_INV);
+			return false;
+		}
+		q->wr_va = rx->h.va;
+		q->wr_rkey = rx->h.rkey;
+		q->wr_resid = rx->h.dmalen;
+		q->rx_off = 0;
+	}
+	if (len > q->wr_resid || ((fl & ROCE_F_LAST) && len != q->wr_resid)) {
+		class_c(qp, q, rx, NAK_INV);
+		return false;
+	}
+	if ((fl & ROCE_F_IMM)) {
+		struct urd_sge sge[URD_MAX_SGE];
+		uint32_t nsge;
+		int r = recv_take(qp, &wr_id, sge, &nsge);
+
+		if (r == 0) {
+			CNT_BOTH(qp, rnr_naks, 1);
+			send_ack(qp, q, rx, ROCE_RC_ACK, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), rx->h.psn, 0);
+			return false;
+		}
+		if (r < 0) {
+			class_c(qp, q, rx, NAK_OP);
+			return false;
+		}
+	}
+	if (len) {
+		if (mr_check_remote(qp->vr, qp, q->wr_rkey, q->wr_va, len, IBV_ACCESS_REMOTE_WRITE, &t)) {
+			class_c(qp, q, rx, NAK_ACCESS);
+			return false;
+		}
+		vsge_write(&qp->vr->d->eng, &t, 1, 0, rx->h.payload, len);
+	}
+	q->wr_va += len;
+	q->wr_resid -= len;
+	q->rx_off += len;
+	if (fl & ROCE_F_LAST) {
+		if (fl & ROCE_F_IMM) {
+			struct recv_info ri = {
+				.src_qpn = qp->attr.dest_qp_num, .imm_be = rx->h.imm_be, .has_imm = true,
+				.solicited = rx->h.se,
+			};
+
+			complete_recv_info(qp, wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)q->rx_off, &ri);
+		}
+		count_rx(qp, (fl & ROCE_F_IMM) ? URD_WR_RDMA_WRITE_WITH_IMM : URD_WR_RDMA_WRITE, q->rx_off);
+	}
+	return true;
+}
+
+static void do_read(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx)
+{
+	struct vsge t;
+	struct wire_res *r;
+	uint32_t npkts = pkts_for(rx->h.dmalen, q->mtu);
+
+	if (rx->h.dmalen && mr_check_remote(qp->vr, qp, rx->h.rkey, rx->h.va, rx->h.dmalen,
+					    IBV_ACCESS_REMOTE_READ, &t)) {
+		class_c(qp, q, rx, NAK_ACCESS);
+		return;
+	}
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ)) {
+		class_c(qp, q, rx, NAK_INV);
+		return;
+	}
+	r = res_new(qp, q);
+	r->first_psn = rx->h.psn;
+	r->last_psn = (rx->h.psn + npkts - 1) & 0xffffff;
+	r->va = rx->h.va;
+	r->rkey = rx->h.rkey;
+	r->len = rx->h.dmalen;
+	q->msn++;
+	q->epsn = (r->last_psn + 1) & 0xffffff;
+	read_reply(qp, q, rx, r, r->first_psn);
+	count_rx(qp, URD_WR_RDMA_READ, rx->h.dmalen);
+}
+
+static void do_atomic(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx)
+{
+	struct vsge t;
+	struct wire_res *r;
+	uint64_t contig, *p, orig;
+
+	if (rx->h.va & 7) {
+		class_c(qp, q, rx, NAK_INV);
+		return;
+	}
+	if (mr_check_remote(qp->vr, qp, rx->h.rkey, rx->h.va, 8, IBV_ACCESS_REMOTE_ATOMIC, &t)) {
+		class_c(qp, q, rx, NAK_ACCESS);
+		return;
+	}
+	p = (uint64_t *)vsge_ptr(&t, 0, &contig);
+	if (contig < 8 || ((uintptr_t)p & 7)) {
+		class_c(qp, q, rx, NAK_INV);
+		return;
+	}
+	if (rx->h.opcode == ROCE_RC_CMP_SWAP) {
+		orig = rx->h.cmp;
+		__atomic_compare_exchange_n(p, &orig, rx->h.swap_add, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(p, rx->h.swap_add, __ATOMIC_SEQ_CST);
+	}
+	r = res_new(qp, q);
+	r->atomic = true;
+	r->first_psn = r->last_psn = rx->h.psn;
+	r->orig = orig;
+	q->msn++;
+	q->epsn = (rx->h.psn + 1) & 0xffffff;
+	send_ack(qp, q, rx, ROCE_RC_ATOMIC_ACK, AETH_ACK, rx->h.psn, orig);
+	count_rx(qp, rx->h.opcode == ROCE_RC_CMP_SWAP ? URD_WR_ATOMIC_CMP_AND_SWP : URD_WR_ATOMIC_FETCH_AND_ADD, 8);
+}
+
+static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint32_t fl)
+{
+	int32_t dp = psn_diff(rx->h.psn, q->epsn);
+	bool ok;
+
+	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
+		rx->cnt->drops[WDROP_QP_STATE]++;
+		return;
+	}
+	if (dp > 0) {
+		if (!q->nak_sent) {
+			q->nak_sent = true;
+			send_ack(qp, q, rx, ROCE_RC_ACK, AETH_NAK | NAK_SEQ, q->epsn, 0);
+		} else {
+			rx->cnt->drops[WDROP_PSN]++;
+		}
+		return;
+	}
+	if (dp < 0) {
+		duplicate(qp, q, rx, fl);
+		return;
+	}
+	q->nak_sent = false;
+	/* the op sequence (C9-106 .. C9-108) and the segment sizes */
+	if (q->in_msg) {
+		uint32_t want = q->in_msg == 1 ? ROCE_F_SEND : ROCE_F_WRITE;
+
+		if (!(fl & want) || (fl & ROCE_F_FIRST) || !(fl & (ROCE_F_MIDDLE | ROCE_F_LAST))) {
+			class_c(qp, q, rx, NAK_INV);
+			return;
+		}
+	} else if ((fl & (ROCE_F_SEND | ROCE_F_WRITE)) && !(fl & ROCE_F_FIRST)) {
+		class_c(qp, q, rx, NAK_INV);
+		return;
+	}
+	if ((fl & (ROCE_F_SEND | ROCE_F_WRITE)) &&
+	    (rx->h.payload_len > q->mtu || (!(fl & ROCE_F_LAST) && rx->h.payload_len != q->mtu))) {
+		class_c(qp, q, rx, NAK_INV);
+		return;
+	}
+	if (fl & ROCE_F_READ_REQ) {
+		do_read(qp, q, rx);
+		return;
+	}
+	if (fl & ROCE_F_ATOMIC) {
+		do_atomic(qp, q, rx);
+		return;
+	}
+	if (fl & ROCE_F_SEND) {
+		ok = do_send(qp, q, rx, fl);
+	} else if (fl & ROCE_F_WRITE) {
+		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
+			class_c(qp, q, rx, NAK_INV);
+			return;
+		}
+		ok = do_write(qp, q, rx, fl);
+	} else {
+		class_c(qp, q, rx, NAK_INV);
+		return;
+	}
+	if (!ok)
+		return;
+	q->in_msg = (fl & ROCE_F_LAST) ? 0 : (uint8_t)((fl & ROCE_F_SEND) ? 1 : 2);
+	if (fl & ROCE_F_LAST)
+		q->msn++;
+	q->epsn = (rx->h.psn + 1) & 0xffffff;
+	if (rx->h.ackreq)
+		send_ack(qp, q, rx, ROCE_RC_ACK, AETH_ACK, rx->h.psn, 0);
+}
+
+void wire_rc_rx(struct urd_daemon *d, struct vr_qp *qp, struct wire_rx *rx, uint64_t now)
+{
+	struct wire_qp *q = qp->eng.wire;
+	uint32_t fl = roce_op_flags(rx->h.opcode);
+
+	(void)d;
+	if (fl & ROCE_F_REQ) {
+		responder(qp, q, rx, fl);
+		return;
+	}
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
+		rx->cnt->drops[WDROP_QP_STATE]++;
+		return;
+	}
+	if (fl & ROCE_F_READ_RESP)
+		read_response(qp, q, rx, now);
+	else if (rx->h.opcode == ROCE_RC_ATOMIC_ACK)
+		atomic_ack(qp, q, rx, now);
+	else if (rx->h.opcode == ROCE_RC_ACK)
+		ack(qp, q, rx, now);
+}
