@@ -503,6 +503,8 @@ static void *wire_main(void *arg)
 		}
 		wire_timers(d, now);
 		wire_flush(w);
+		/* ACKs opened windows, timers expired: the engine may sleep */
+		engine_kick_if_work(d);
 		pthread_mutex_unlock(&d->lock);
 		if (n > 0)
 			continue;
@@ -522,6 +524,10 @@ static void *wire_main(void *arg)
 				if (ms > WIRE_IDLE_MS)
 					ms = WIRE_IDLE_MS;
 			}
+			/* the engine thread arms timers too, without waking us:
+			 * while anything is in flight, look every millisecond */
+			if (__atomic_load_n(&w->timers, __ATOMIC_RELAXED) && ms > 1)
+				ms = 1;
 			if (ms > 0)
 				poll(&pfd, 1, ms);
 		}

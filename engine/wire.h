@@ -109,12 +109,17 @@ struct wire_qp {
 	uint32_t next_idx;              /* SQ index of the next WQE to start */
 	uint32_t cur_idx;               /* WQE being sent (== next_idx - 1 while cur_off < len) */
 	bool cur_open;                  /* a WQE is partly sent */
+	bool in_retry;                  /* went back for a gap in responses */
 	uint32_t cur_pkt;               /* its next packet */
 	uint32_t noack;                 /* packets since the last AckReq */
 	uint32_t rd_out;                /* READs and atomics in flight */
 	uint32_t retry_left, rnr_left;
 	uint64_t rto_at;                /* retransmission deadline, 0: off */
 	uint64_t rnr_at;                /* RNR wait until, 0: none */
+	uint64_t progress_at;           /* last progress (or first send after idle) */
+	uint64_t srtt;                  /* smoothed round trip, ns (0: none yet) */
+	uint64_t probe_at;              /* RTT sample: sent at, and its PSN */
+	uint32_t probe_psn;
 	uint32_t ring_n;                /* in-flight slots (power of two) */
 	uint32_t wqe_bytes;             /* bytes of one entry */
 	uint8_t *ring;                  /* ring_n entries of struct wire_wqe + slot */

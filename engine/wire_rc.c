@@ -281,6 +281,9 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
 {
 	uint32_t idx = qp->sq.q.own;
 
+	log_debug("qp %u: go back to psn %#x (sent up to %#x, srtt %lu us)", qp->qpn, q->una, q->psn,
+		  (unsigned long)(q->srtt / 1000));
+
 	q->cur_open = false;
 	q->rd_out = 0;
 	q->noack = 0;
@@ -305,9 +308,29 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
 	engine_activate(qp);
 }
 
+/* The timer that sends again: a few round trips (at least 1 ms), never more
+ * than the QP's local ACK timeout.  Going back early costs a few duplicate
+ * packets, which the responder acknowledges without executing; retry_cnt
+ * counts only whole timeouts without progress (wire_rc_timer), so a dead
+ * peer still fails after retry_cnt x timeout, as the spec says. */
+static uint64_t resend_ns(const struct vr_qp *qp, const struct wire_qp *q)
+{
+	uint64_t t = q->srtt ? 8 * q->srtt : 2000000, spec = rto_ns(qp);
+
+	if (t < 1000000)
+		t = 1000000;
+	return t < spec ? t : spec;
+}
+
 static void arm_rto(struct vr_qp *qp, struct wire_qp *q, uint64_t now)
 {
-	q->rto_at = now + rto_ns(qp);
+	if (!q->probe_at) {
+		q->probe_at = now;
+		q->probe_psn = q->psn;
+	}
+	if (!q->progress_at)
+		q->progress_at = now;
+	q->rto_at = now + resend_ns(qp, q);
 	wire_timer_arm(qp->vr->d->eng.wire, q, q->rto_at);
 }
 
@@ -444,14 +467,26 @@ static bool complete_before(struct vr_qp *qp, struct wire_qp *q, uint32_t psn)
 
 static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t now)
 {
-	if (psn_diff(una, q->una) > 0)
+	if (psn_diff(una, q->una) > 0) {
 		q->una = una;
+		q->in_retry = false;
+		q->progress_at = now;
+		if (q->probe_at && psn_diff(una, q->probe_psn) > 0) {
+			/* a round trip: smoothed as TCP does (7/8 old, 1/8 new) */
+			uint64_t rtt = now - q->probe_at;
+
+			q->srtt = q->srtt ? (7 * q->srtt + rtt) / 8 : rtt;
+			q->probe_at = 0;
+		}
+	}
 	q->retry_left = qp->attr.retry_cnt;
 	q->rnr_left = qp->attr.rnr_retry;
-	if (q->una == q->psn && qp->sq.q.own == q->next_idx)
+	if (q->una == q->psn && qp->sq.q.own == q->next_idx) {
 		q->rto_at = 0;
-	else
+		q->progress_at = 0;
+	} else {
 		arm_rto(qp, q, now);
+	}
 	engine_activate(qp);
 }
 
@@ -480,9 +515,11 @@ static void read_response(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *r
 	if (!op || !(op->flags & URD_OPF_READ))
 		return;
 	if (psn_diff(psn, q->una) != 0) {
-		if (psn_diff(psn, q->una) > 0 && !q->rnr_at) {
-			/* a response was lost: ask again from the first missing one */
+		if (psn_diff(psn, q->una) > 0 && !q->rnr_at && !q->in_retry) {
+			/* a response was lost: ask again from the first missing one,
+			 * once until the responses resume (rxe's started_retry) */
 			rx->cnt->retransmits++;
+			q->in_retry = true;
 			go_back(qp, q);
 		}
 		return;
@@ -500,6 +537,8 @@ static void read_response(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *r
 		uint32_t want = last ? (uint32_t)(e->len - off) : q->mtu;
 
 		if (rx->h.payload_len != want || (last != (k + 1 == e->npkts))) {
+			log_debug("qp %u: bad read response psn %#x (packet %u of %u, opcode %#x, %u bytes, want %u)",
+				  qp->qpn, psn, k, e->npkts, rx->h.opcode, rx->h.payload_len, want);
 			fail_head(qp, q, IBV_WC_BAD_RESP_ERR);
 			return;
 		}
@@ -637,14 +676,20 @@ void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
 			h->cnt.timeouts++;
 		else
 			d->eng.dir.cnt.timeouts++;
-		CNT_BOTH(qp, retries, 1);
-		if (!q->retry_left) {
-			if (qp->sq.q.own != q->next_idx)
-				fail_head(qp, q, IBV_WC_RETRY_EXC_ERR);
-			q->rto_at = 0;
-			return;
+		if (now - q->progress_at >= rto_ns(qp)) {
+			/* a whole local ACK timeout without progress */
+			CNT_BOTH(qp, retries, 1);
+			if (!q->retry_left) {
+				if (qp->sq.q.own != q->next_idx)
+					fail_head(qp, q, IBV_WC_RETRY_EXC_ERR);
+				q->rto_at = 0;
+				return;
+			}
+			q->retry_left--;
+			q->progress_at = now;
 		}
-		q->retry_left--;
+		q->probe_at = 0;        /* no RTT sample across a resend */
+		q->in_retry = false;
 		if (h)
 			h->cnt.retransmits++;
 		go_back(qp, q);
