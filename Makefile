@@ -104,6 +104,12 @@ $(BUILD)/tests/u_%: tests/unit/u_%.c tests/unit/unit.h $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INC_ENGINE) -o $@ $< $(ENGINE_LIB) $(LDFLAGS) -lpthread
 
+# RoCEv2 packet tools (tests/tools/roce_*.c: roce_inject, roce_pcapcheck):
+# the codec (common/roce.c) and libc only, no verbs library.
+$(BUILD)/tools/roce_%: tests/tools/roce_%.c $(BUILD)/obj/common/roce.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INC_LIB) -o $@ $< $(BUILD)/obj/common/roce.o $(LDFLAGS) -lpthread
+
 # Test tools: one program per file, for the integration tests (hostile
 # tenants, isolation probes, ...); they link against our library like the tests.
 $(BUILD)/tools/%: tests/tools/%.c $(LIBIBVERBS)

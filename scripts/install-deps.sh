@@ -16,6 +16,7 @@ pkgs=(
 	strace valgrind python3          # test tooling
 	qemu-system-x86 busybox-static cpio # VM tests: QEMU guests (tests/vm/); the kernel: see below
 	gnuplot-nox fonts-dejavu-core ucx-utils # bench/: the report's plots and their font; UCX's ucx_perftest
+	tshark                           # RoCEv2 captures dissected and checked (tests/integration/roce_wire.sh)
 )
 
 # The VM tests' guest kernel comes from linux-image-amd64, fetched with
