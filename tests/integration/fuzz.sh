@@ -8,6 +8,8 @@
 #   wqe    the engine's validation of WQEs, SGEs, keys, lengths, ring indices
 #          and doorbells, with canaries around registered memory and a tenant
 #          next door whose bytes must not change
+#   roce   the RoCEv2 codec (common/roce.c) on packets from the wire: parse,
+#          build(parse(p)) == p, the ICRC check and its IP ID solver
 # Each case runs its target for $UNIRDMA_FUZZ_TIME seconds (default 20) from
 # a copy of the corpus in tests/fuzz/corpus/<target> (the repo corpus is never
 # written) and fails on any crash, sanitizer report, leak, invariant
@@ -79,4 +81,5 @@ fuzz_target() {
 
 add_case ctrl fuzz_target ctrl
 add_case wqe fuzz_target wqe
+add_case roce fuzz_target roce
 run_cases "$@"
