@@ -525,23 +525,38 @@ uint32_t roce_icrc_calc(uint32_t saddr_be, uint32_t daddr_be, uint16_t sport, ui
 
 /* The CRC is affine in the ID's 16 bits: crc(id) = crc(0) ^ sum of D_i over
  * the set bits i, where D_i is the register a lone bit i leaves after the
- * rest of the stream went through as zeros (the CRC's linear part).  D_i is
- * that bit's table entry, moved on by x^(8 * bytes after it) mod P.
- * Solve sum x_i D_i = crc(0) ^ wire over GF(2) (16 unknowns, 32 equations;
- * the D_i are independent because CRC-32 detects every burst of up to 32
- * bits, so the solution is unique when there is one). */
+ * rest of the stream went through as zeros (the CRC's linear part).
+ * Reflected, a byte's bit 0 goes in first; the ID is big-endian, so the
+ * last of its bits to go in is bit 7 of the low byte, then come N zero
+ * bytes.  Its D is T[0x80] moved on by x^(8N); each bit before it is one
+ * step further from the end, one more factor x.  Then solve
+ * sum x_i D_i = crc(0) ^ wire over GF(2) (16 unknowns, 32 equations; the
+ * D_i are independent because CRC-32 detects every burst of up to 32 bits,
+ * so a solution, when there is one, is unique). */
+static uint32_t mulx(uint32_t b)
+{
+	return b & 1 ? (b >> 1) ^ CRC_POLY : b >> 1;
+}
+
 static bool icrc_solve(uint32_t diff, size_t len, uint16_t *id_out)
 {
-	/* bytes after ID byte 13 of the stream: IP 14..19, UDP, BTH .. pad */
-	size_t after = (20 - 6) + 8 + (len - ROCE_ICRC_LEN);
-	uint32_t xlo = x2nmodp(after, 3);   /* shift past the low ID byte */
-	uint32_t xhi = multmodp(xlo, 1u << 23); /* and one byte more (x^8) */
+	/* the last shift, per thread: packets of one length come in runs */
+	static __thread size_t last_len;
+	static __thread uint32_t last_x;
 	uint32_t basis[32] = { 0 }, bmask[32] = { 0 };
-	uint32_t v, m;
-	int i, b;
+	uint32_t v, m, d;
+	int i, b, k;
 
-	for (i = 0; i < 16; i++) {
-		v = i < 8 ? multmodp(xlo, crc_tab[0][1u << i]) : multmodp(xhi, crc_tab[0][1u << (i - 8)]);
+	if (len != last_len) {
+		/* bytes after the ID: IP 6..19, UDP, BTH .. pad */
+		last_x = x2nmodp((20 - 6) + 8 + (len - ROCE_ICRC_LEN), 3);
+		last_len = len;
+	}
+	d = multmodp(last_x, crc_tab[0][0x80]);
+	for (k = 0; k < 16; k++, d = mulx(d)) {
+		/* k-th bit from the end: low byte's bits 7..0, then the high byte's */
+		i = k < 8 ? 7 - k : 15 - (k - 8);
+		v = d;
 		m = 1u << i;
 		for (b = 31; b >= 0 && v; b--) {
 			if (!(v & (1u << b)))

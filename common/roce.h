@@ -170,8 +170,9 @@ uint32_t roce_icrc_calc(uint32_t saddr_be, uint32_t daddr_be, uint16_t sport, ui
  * system (rxe's hashed IDs; ROCE.md 1.4): *ip_id (may be NULL) gets it.  A
  * corrupt packet passes with probability 2^-16.  p = UDP payload incl.
  * ICRC; false when len is out of roce_icrc_calc's range.  Costs one CRC
- * pass over the packet, and on a mismatch about 50 32x32 carry-less
- * multiplications more. */
+ * pass over the packet (41 ns for 64 bytes of payload, 280 ns for 4 KiB on
+ * the development machine), and on a mismatch the solver, about 100 ns more
+ * (thread-safe; it keeps the last length's shift per thread). */
 bool roce_icrc_check(uint32_t saddr_be, uint32_t daddr_be, uint16_t sport, const uint8_t *p,
 		     size_t len, uint16_t *ip_id);
 
