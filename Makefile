@@ -106,7 +106,7 @@ $(BUILD)/tests/u_%: tests/unit/u_%.c tests/unit/unit.h $(ENGINE_LIB)
 
 # RoCEv2 packet tools (tests/tools/roce_*.c: roce_inject, roce_pcapcheck):
 # the codec (common/roce.c) and libc only, no verbs library.
-$(BUILD)/tools/roce_%: tests/tools/roce_%.c $(BUILD)/obj/common/roce.o
+$(BUILD)/tools/roce_%: tests/tools/roce_%.c common/roce.h $(BUILD)/obj/common/roce.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INC_LIB) -o $@ $< $(BUILD)/obj/common/roce.o $(LDFLAGS) -lpthread
 
