@@ -19,6 +19,8 @@
 #   ip_id       IP IDs other than 0 (raw socket, as rxe's hashed IDs): the
 #               ICRC covers them and roce_icrc_check's solver finds them
 #   pcapng_any  a pcapng capture on "any" (Linux cooked frames)
+#   spoof_scan  --spoof (a source address the namespace does not have) and
+#               --count with --dqpn-step/--psn-step (a QPN scan)
 # Needs root (namespaces) and tshark (scripts/install-deps.sh); skips without.
 . "$(dirname "$0")/lib.sh"
 
@@ -49,8 +51,8 @@ find_lua() {
 }
 
 # capture N IFACE FORMAT: runs the roce_inject command lines of $W/inject
-# (arguments after "roce_inject", one packet set per line; SRC/DST are
-# 127.0.0.1) in a fresh network namespace while tshark captures on IFACE, and
+# (arguments after "roce_inject", one packet set per line; DST is 127.0.0.1,
+# SRC too unless the line starts with SRC=a.b.c.d) in a fresh network namespace while tshark captures on IFACE, and
 # leaves the frames to UDP 4791 in $W/cap (FORMAT pcap or pcapng); there must
 # be N.  Start and end are marked by datagrams to port 47999 that the capture
 # must show (tshark says "Capturing" before its filter is in place).
@@ -79,7 +81,9 @@ capture() {
 		mark 1
 		while read -r line; do
 			[ -n "$line" ] || continue
-			eval "\"\$INJECT\" -q --src 127.0.0.1 --dst 127.0.0.1 $line" ||
+			src=127.0.0.1
+			case $line in SRC=*) src=${line%% *}; src=${src#SRC=}; line=${line#* } ;; esac
+			eval "\"\$INJECT\" -q --src $src --dst 127.0.0.1 $line" ||
 				{ echo "roce_inject $line: failed"; exit 1; }
 		done <"$W/inject"
 		mark "$(($(grep -c 47999 "$W/tshark.out") + 1))"
@@ -292,10 +296,27 @@ opcode RC_SEND_LAST_IMM 1" "$(grep '^opcode' "$W/pcapcheck.out")"
 	checks_result
 }
 
+case_spoof_scan() {
+	cat >"$W/inject" <<'EOF'
+SRC=10.99.0.7 --spoof --opcode SEND_ONLY --dqpn 0x11 --psn 1 --payload-len 16
+--opcode WRITE_ONLY --dqpn 0x20 --psn 100 --va 0x1000 --rkey 7 --payload-len 8 --count 4 --dqpn-step 3 --psn-step 2
+EOF
+	capture 5 lo pcap || return 1
+	check "roce_pcapcheck: ICRCs right (also for the forged source)" pcapcheck 0 "frames 5 bad_icrc 0 malformed 0"
+	check "sources, QPNs and PSNs" same "10.99.0.7	0x000011	1
+127.0.0.1	0x000020	100
+127.0.0.1	0x000023	102
+127.0.0.1	0x000026	104
+127.0.0.1	0x000029	106" "$(fields ip.src infiniband.bth.destqp infiniband.bth.psn)"
+	check "the independent ICRC check" lua_icrc "1 1 1 1 1"
+	checks_result
+}
+
 add_case fields case_fields
 add_case sizes case_sizes
 add_case bad_icrc case_bad_icrc
 add_case malformed case_malformed
 add_case ip_id case_ip_id
 add_case pcapng_any case_pcapng_any
+add_case spoof_scan case_spoof_scan
 run_cases "$@"

@@ -8,7 +8,10 @@
  * network namespace it runs in) with IP_PMTUDISC_DO, so the kernel writes
  * IP ID 0 and DF, and the ICRC is computed for ID 0 (ROCE.md 1.4).  With
  * --ip-id it writes the IPv4 header itself (raw socket, IP_HDRINCL) to send
- * any ID, as rxe's hashed IDs.  Exit 0: all sent; 1: a send failed; 2: usage. */
+ * any ID, as rxe's hashed IDs, and with --spoof from an address that is not
+ * the namespace's (no bind: a host on the underlay that forges its source;
+ * adding the victim's address to the attacker's namespace instead would fight
+ * the victim over ARP).  Exit 0: all sent; 1: a send failed; 2: usage. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -35,9 +38,11 @@ static const char usage_text[] =
 	"  --pad N            PadCnt (default: (-payload-len) & 3; written as given)\n"
 	"  --set OFF=VAL      set byte OFF of the UDP payload (BTH = offset 0) to VAL\n"
 	"                     before the ICRC (malformed packets); repeatable\n"
-	"  --count N          send N packets (default 1);  --psn-step N  add N to the\n"
-	"                     PSN after each (default 0)\n"
+	"  --count N          send N packets (default 1);  --psn-step N, --dqpn-step N\n"
+	"                     add N to the PSN, the destination QPN after each (default 0)\n"
 	"  --ip-id N          send with IP ID N (raw socket, IP_HDRINCL)\n"
+	"  --spoof            SRC need not be an address of this namespace (raw socket,\n"
+	"                     not bound; IP ID 0 unless --ip-id)\n"
 	"  --bad-icrc         send a wrong ICRC\n"
 	"  -q                 quiet\n"
 	"opcodes: RC_SEND_FIRST .. RC_SEND_ONLY_INV, UD_SEND_ONLY(_IMM) (RC_ optional), or a number\n";
@@ -67,7 +72,7 @@ static uint64_t num(const char *opt, const char *s, uint64_t max)
 enum {
 	O_SRC = 256, O_DST, O_SPORT, O_OPCODE, O_DQPN, O_PSN, O_SQPN, O_QKEY, O_VA, O_RKEY, O_LEN, O_SWAP,
 	O_CMP, O_SYNDROME, O_MSN, O_ORIG, O_IETH, O_IMM, O_PKEY, O_SE, O_ACKREQ, O_MIG, O_PBYTE, O_PLEN,
-	O_PAD, O_SET, O_COUNT, O_PSNSTEP, O_IPID, O_BADICRC,
+	O_PAD, O_SET, O_COUNT, O_PSNSTEP, O_DQPNSTEP, O_IPID, O_SPOOF, O_BADICRC,
 };
 
 static const struct option longopts[] = {
@@ -99,6 +104,8 @@ static const struct option longopts[] = {
 	{ "set", required_argument, 0, O_SET },
 	{ "count", required_argument, 0, O_COUNT },
 	{ "psn-step", required_argument, 0, O_PSNSTEP },
+	{ "dqpn-step", required_argument, 0, O_DQPNSTEP },
+	{ "spoof", no_argument, 0, O_SPOOF },
 	{ "ip-id", required_argument, 0, O_IPID },
 	{ "bad-icrc", no_argument, 0, O_BADICRC },
 	{ "help", no_argument, 0, 'h' },
@@ -127,8 +134,8 @@ int main(int argc, char **argv)
 	struct sockaddr_in src = { .sin_family = AF_INET }, dst = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(src);
 	bool have_src = false, have_dst = false, have_op = false, have_dqpn = false, have_psn = false;
-	bool have_len = false, have_pad = false, bad_icrc = false, quiet = false;
-	uint32_t plen = 0, psn_step = 0, set_off[MAX_SETS], hl;
+	bool have_len = false, have_pad = false, bad_icrc = false, quiet = false, spoof = false;
+	uint32_t plen = 0, psn_step = 0, dqpn_step = 0, set_off[MAX_SETS], hl;
 	uint8_t pbyte = 0, set_val[MAX_SETS];
 	uint16_t sport = 0; /* network order */
 	uint64_t count = 1, sent;
@@ -192,6 +199,8 @@ int main(int argc, char **argv)
 			break;
 		case O_COUNT: count = num("count", optarg, 100000000); break;
 		case O_PSNSTEP: psn_step = (uint32_t)num("psn-step", optarg, 0xffffff); break;
+		case O_DQPNSTEP: dqpn_step = (uint32_t)num("dqpn-step", optarg, 0xffffff); break;
+		case O_SPOOF: spoof = true; break;
 		case O_IPID: ip_id = (long)num("ip-id", optarg, 0xffff); break;
 		case O_BADICRC: bad_icrc = true; break;
 		case 'q': quiet = true; break;
@@ -218,6 +227,8 @@ int main(int argc, char **argv)
 		if (set_off[i] >= len - ROCE_ICRC_LEN)
 			usage("--set: offset past the packet (before the ICRC)");
 
+	if (spoof && ip_id < 0)
+		ip_id = 0; /* raw socket: the ID is ours to write */
 	if (ip_id < 0) {
 		fd = socket(AF_INET, SOCK_DGRAM, 0);
 		if (fd < 0) {
@@ -235,7 +246,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) || getsockname(fd, (struct sockaddr *)&src, &sl)) {
+	if (!spoof && (bind(fd, (struct sockaddr *)&src, sizeof(src)) ||
+		       getsockname(fd, (struct sockaddr *)&src, &sl))) {
 		fprintf(stderr, "roce_inject: bind %s: %s (is it an address of this namespace?)\n",
 			inet_ntoa(src.sin_addr), strerror(errno));
 		return 1;
@@ -289,6 +301,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		h.psn = (h.psn + psn_step) & 0xffffff;
+		h.dqpn = (h.dqpn + dqpn_step) & 0xffffff;
 	}
 	if (!quiet) {
 		printf("roce_inject: sent %llu x %s (%zu bytes of UDP payload) from %s:%u", (unsigned long long)sent,
