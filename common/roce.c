@@ -228,7 +228,7 @@ int roce_parse(const uint8_t *p, size_t len, struct roce_hdr *h)
 	const uint8_t *q;
 
 	memset(h, 0, sizeof(*h));
-	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN)
+	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > ROCE_MAX_UDP_PAYLOAD)
 		return -EINVAL;
 	if (p[1] & 0x0f) /* TVer */
 		return -EINVAL;

@@ -31,6 +31,8 @@
  * CMP_SWAP 40) */
 #define ROCE_MAX_HDR_LEN (ROCE_BTH_LEN + ROCE_ATMETH_LEN)
 #define ROCE_PKEY_DEFAULT 0xffff
+/* the longest UDP payload in an IPv4 packet without options */
+#define ROCE_MAX_UDP_PAYLOAD (65535 - 20 - 8)
 #define ROCE_GSI_QKEY 0x80010000u
 
 /* BTH opcodes: RC 0x00..0x17 (ROCE.md 1.2), UD 0x64/0x65.  Nothing else is
@@ -128,7 +130,8 @@ struct roce_hdr {
 uint32_t roce_build(uint8_t *buf, const struct roce_hdr *h);
 
 /* Parses a UDP payload (BTH .. ICRC) into *h (all of it written).  0, or
- * -EINVAL when: shorter than BTH + ICRC or than the opcode's headers + ICRC;
+ * -EINVAL when: shorter than BTH + ICRC or than the opcode's headers + ICRC,
+ * or longer than a UDP datagram can be (ROCE_MAX_UDP_PAYLOAD);
  * TVer != 0; unknown opcode; a pad count on an opcode that carries no
  * payload or is not the last of a message (FIRST, MIDDLE); a pad longer than
  * the bytes after the headers; payload + pad not a multiple of 4 (IBA 9.3:
@@ -160,7 +163,6 @@ void roce_icrc_put(uint32_t crc, uint8_t out[ROCE_ICRC_LEN]);
  * not read) for IP ID ip_id, as roce_icrc_put would write it, read as a
  * little-endian u32.  len must be at least BTH + ICRC and at most
  * 65535 - 28 (ROCE_MAX_UDP_PAYLOAD); otherwise 0. */
-#define ROCE_MAX_UDP_PAYLOAD (65535 - 20 - 8)
 uint32_t roce_icrc_calc(uint32_t saddr_be, uint32_t daddr_be, uint16_t sport, uint16_t ip_id,
 			const uint8_t *p, size_t len);
 

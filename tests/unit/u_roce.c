@@ -423,6 +423,17 @@ static void test_icrc_check(void)
 	CHECK(!roce_icrc_check(1, 2, 3, pkt, 15, NULL) && !roce_icrc_check(1, 2, 3, pkt, 70000, NULL),
 	      "check of a bad length");
 	CHECK(roce_icrc_calc(1, 2, 3, 0, pkt, 15) == 0, "calc of a bad length");
+	{
+		static uint8_t big[ROCE_MAX_UDP_PAYLOAD + 4];
+		struct roce_hdr g;
+
+		memset(big, 0, sizeof(big));
+		big[0] = ROCE_RC_SEND_ONLY;
+		CHECK(roce_parse(big, ROCE_MAX_UDP_PAYLOAD & ~3, &g) == 0 &&
+			      g.payload_len == (ROCE_MAX_UDP_PAYLOAD & ~3) - 16,
+		      "the longest datagram parses");
+		CHECK(roce_parse(big, ROCE_MAX_UDP_PAYLOAD + 4, &g) == -EINVAL, "longer than a datagram");
+	}
 }
 
 static void test_fuzz(void)
