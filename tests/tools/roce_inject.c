@@ -35,7 +35,8 @@ static const char usage_text[] =
 	"  --imm N            ImmDt (written big-endian)\n"
 	"  --pkey N           P_Key (default 0xffff);  --se, --ackreq, --mig  BTH bits\n"
 	"  --payload-byte B --payload-len N   payload: N bytes of B (default 0 bytes)\n"
-	"  --pad N            PadCnt (default: (-payload-len) & 3; written as given)\n"
+	"  --pad N            PadCnt (default: (-payload-len) & 3 on LAST and ONLY\n"
+	"                     opcodes, else 0; written as given)\n"
 	"  --set OFF=VAL      set byte OFF of the UDP payload (BTH = offset 0) to VAL\n"
 	"                     before the ICRC (malformed packets); repeatable\n"
 	"  --count N          send N packets (default 1);  --psn-step N, --dqpn-step N\n"
@@ -215,8 +216,11 @@ int main(int argc, char **argv)
 	if (plen && !(roce_op_flags(h.opcode) & ROCE_F_PAYLOAD))
 		fprintf(stderr, "roce_inject: note: %s carries no payload; sending one anyway\n",
 			roce_op_name(h.opcode));
-	if (!have_pad && (roce_op_flags(h.opcode) & ROCE_F_PAYLOAD))
+	if (!have_pad && (roce_op_flags(h.opcode) & ROCE_F_PAYLOAD) && (roce_op_flags(h.opcode) & ROCE_F_LAST))
 		h.pad = (uint8_t)((-plen) & 3);
+	if (!(roce_op_flags(h.opcode) & ROCE_F_LAST) && (plen + h.pad) % 4)
+		fprintf(stderr, "roce_inject: note: %s with %u bytes: not 4-byte aligned, a malformed packet\n",
+			roce_op_name(h.opcode), plen + h.pad);
 	if (!have_len)
 		h.dmalen = plen;
 	hl = roce_hdr_len(h.opcode);
