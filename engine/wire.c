@@ -647,6 +647,11 @@ void engine_wire_stop(struct urd_daemon *d)
 	if (w) {
 		if (w->started)
 			pthread_join(w->thread, NULL);
+		log_info("fabric stopped: sent %llu packets in %llu calls (%llu dropped at the socket), "
+			 "received %llu in %llu calls",
+			 (unsigned long long)w->tx_pkts, (unsigned long long)w->tx_calls,
+			 (unsigned long long)w->tx_dropped, (unsigned long long)w->rx_pkts,
+			 (unsigned long long)w->rx_calls);
 		close(w->fd);
 		pthread_mutex_lock(&d->lock);
 		d->eng.wire = NULL;

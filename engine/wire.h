@@ -33,7 +33,7 @@
 #define WIRE_WINDOW      128            /* unacknowledged PSNs (RXE_MAX_UNACKED_PSNS) */
 #define WIRE_ACK_EVERY   64             /* AckReq at least every this many packets */
 #define WIRE_MAX_INFLIGHT 256           /* WQEs in flight per QP */
-#define WIRE_MAX_RES     16             /* responder resources (READ, atomics) kept */
+#define WIRE_MAX_RES     128            /* responder resources (READ, atomics) kept */
 #define GRH_BYTES        40u
 
 struct wire_gid {

@@ -465,6 +465,23 @@ static bool complete_before(struct vr_qp *qp, struct wire_qp *q, uint32_t psn)
 	return did;
 }
 
+/* A NAK says the responder expects psn: everything before it arrived.  But
+ * a READ or atomic at the head still waits for its responses, and una stays
+ * at the first of those it has not got (moving past them would make them
+ * look stale). */
+static void nak_una(struct vr_qp *qp, struct wire_qp *q, uint32_t psn)
+{
+	if (qp->sq.q.own != q->next_idx) {
+		struct wire_wqe *e = wire_slot(q, qp->sq.q.own);
+		const struct urd_opcode_info *op = urd_opcode(wqe_of(e)->opcode, qp->type);
+
+		if (op && (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) && psn_diff(psn, e->first_psn) > 0)
+			return;
+	}
+	if (psn_diff(psn, q->una) > 0)
+		q->una = psn;
+}
+
 static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t now)
 {
 	if (psn_diff(una, q->una) > 0) {
@@ -611,7 +628,7 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 		complete_before(qp, q, psn);
 		if (qp->state == IBV_QPS_ERR)
 			return;
-		q->una = psn;
+		nak_una(qp, q, psn);
 		if (q->rnr_left != 7) {
 			if (!q->rnr_left) {
 				fail_head(qp, q, IBV_WC_RNR_RETRY_EXC_ERR);
@@ -630,7 +647,7 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 			complete_before(qp, q, psn);
 			if (qp->state == IBV_QPS_ERR)
 				return;
-			q->una = psn;
+			nak_una(qp, q, psn);
 			rx->cnt->retransmits++;
 			go_back(qp, q);
 			arm_rto(qp, q, now);
@@ -740,6 +757,9 @@ static void read_reply(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, 
 	uint32_t npkts = (uint32_t)psn_diff(res->last_psn, res->first_psn) + 1;
 	uint32_t k0 = (uint32_t)psn_diff(from, res->first_psn);
 	struct vsge t;
+
+	log_debug("qp %u: read responses %#x..%#x from %#x (%u bytes)", qp->qpn, res->first_psn, res->last_psn,
+		  from, res->len);
 
 	if (res->len && mr_check_remote(qp->vr, qp, res->rkey, res->va, res->len, IBV_ACCESS_REMOTE_READ, &t)) {
 		class_c(qp, q, rx, NAK_ACCESS);
