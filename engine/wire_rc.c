@@ -174,6 +174,12 @@ static void complete_head(struct vr_qp *qp, struct wire_qp *q, enum ibv_wc_statu
 		q->rd_out--;
 	if (q->cur_open && q->cur_idx == qp->sq.q.own)
 		q->cur_open = false;
+	/* a go-back may have aimed at it; it is done, whatever comes next
+	 * takes the PSNs after it */
+	if (psn_diff(q->psn, (e->last_psn + 1) & 0xffffff) < 0)
+		q->psn = (e->last_psn + 1) & 0xffffff;
+	if (psn_diff(q->una, (e->last_psn + 1) & 0xffffff) < 0 && st == IBV_WC_SUCCESS)
+		q->una = (e->last_psn + 1) & 0xffffff;
 	if (st == IBV_WC_SUCCESS)
 		count_tx(qp, w->opcode, e->len);
 	urd_queue_advance_cons(&qp->sq.q);
