@@ -639,6 +639,22 @@ fail:
 	return ret;
 }
 
+static void log_counters(const char *who, const struct wire_counters *c)
+{
+	char drops[256] = "";
+	size_t n = 0;
+
+	for (int i = 0; i < WDROP_NUM; i++)
+		if (c->drops[i] && n < sizeof(drops))
+			n += (size_t)snprintf(drops + n, sizeof(drops) - n, " %d:%llu", i, (unsigned long long)c->drops[i]);
+	log_info("fabric %s: tx %llu rx %llu retransmits %llu timeouts %llu acks %llu/%llu naks seq %llu/%llu rnr %llu/%llu drops%s",
+		 who, (unsigned long long)c->tx_pkts, (unsigned long long)c->rx_pkts,
+		 (unsigned long long)c->retransmits, (unsigned long long)c->timeouts,
+		 (unsigned long long)c->acks_tx, (unsigned long long)c->acks_rx,
+		 (unsigned long long)c->naks_tx[WNAK_SEQ], (unsigned long long)c->naks_rx[WNAK_SEQ],
+		 (unsigned long long)c->naks_tx[WNAK_RNR], (unsigned long long)c->naks_rx[WNAK_RNR], drops);
+}
+
 /* The engine thread has stopped (d->stopping set). */
 void engine_wire_stop(struct urd_daemon *d)
 {
@@ -652,6 +668,9 @@ void engine_wire_stop(struct urd_daemon *d)
 			 (unsigned long long)w->tx_pkts, (unsigned long long)w->tx_calls,
 			 (unsigned long long)w->tx_dropped, (unsigned long long)w->rx_pkts,
 			 (unsigned long long)w->rx_calls);
+		for (const struct engine_host *h = d->eng.dir.hosts; h; h = h->next)
+			log_counters(h->name, &h->cnt);
+		log_counters("(no host)", &d->eng.dir.cnt);
 		close(w->fd);
 		pthread_mutex_lock(&d->lock);
 		d->eng.wire = NULL;

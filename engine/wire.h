@@ -106,12 +106,14 @@ struct wire_qp {
 	/* requester */
 	uint32_t psn;                   /* next PSN to send (req.psn) */
 	uint32_t una;                   /* oldest unacknowledged PSN (comp.psn) */
+	uint32_t psn_max;               /* after the highest PSN ever sent */
 	uint32_t next_idx;              /* SQ index of the next WQE to start */
 	uint32_t cur_idx;               /* WQE being sent (== next_idx - 1 while cur_off < len) */
 	bool cur_open;                  /* a WQE is partly sent */
 	bool in_retry;                  /* went back for a gap in responses */
 	uint32_t cur_pkt;               /* its next packet */
 	uint32_t noack;                 /* packets since the last AckReq */
+	uint32_t cwnd, cwnd_acc;        /* congestion window in PSNs (wire_rc.c) */
 	uint32_t rd_out;                /* READs and atomics in flight */
 	uint32_t retry_left, rnr_left;
 	uint64_t rto_at;                /* retransmission deadline, 0: off */

@@ -4,7 +4,7 @@
  * Requester (engine thread, wire_rc_process): WQEs are copied out of the
  * send queue when they start and sent as packets of the path MTU, one PSN
  * each (a READ reserves one PSN per response packet); AckReq on a message's
- * last packet and every WIRE_ACK_EVERY packets; at most WIRE_WINDOW PSNs
+ * last packet and every half window; at most cwnd (<= WIRE_WINDOW) PSNs
  * unacknowledged and max_rd_atomic READs/atomics in flight.
  *
  * Completer (wire thread, on ACKs, NAKs, read responses and atomic ACKs):
@@ -83,11 +83,12 @@ struct wire_qp *wire_rc_new(struct vr_qp *qp, uint32_t sip, uint32_t dip)
 	q->qp = qp;
 	q->sip = sip;
 	q->dip = dip;
-	q->psn = q->una = qp->attr.sq_psn & 0xffffff;
+	q->psn = q->una = q->psn_max = qp->attr.sq_psn & 0xffffff;
 	q->epsn = qp->attr.rq_psn & 0xffffff;
 	q->next_idx = qp->sq.q.own;
 	q->retry_left = qp->attr.retry_cnt;
 	q->rnr_left = qp->attr.rnr_retry;
+	q->cwnd = WIRE_WINDOW;
 	return q;
 }
 
@@ -105,7 +106,7 @@ void wire_rc_sync(struct vr_qp *qp)
 	if (qp->state == IBV_QPS_RTR)
 		q->epsn = qp->attr.rq_psn & 0xffffff;
 	if (q->next_idx == qp->sq.q.own && !q->cur_open) {
-		q->psn = q->una = qp->attr.sq_psn & 0xffffff;
+		q->psn = q->una = q->psn_max = qp->attr.sq_psn & 0xffffff;
 		q->next_idx = qp->sq.q.own;
 	}
 	q->retry_left = qp->attr.retry_cnt;
@@ -229,6 +230,39 @@ static uint8_t req_opcode(const struct urd_opcode_info *op, uint32_t wr_opcode, 
 	}
 }
 
+/* Congestion window, in PSNs: additive increase (one PSN per window of
+ * acknowledged PSNs), halved on a loss (a PSN-sequence NAK, a timeout), never
+ * below WIRE_CWND_MIN nor above WIRE_WINDOW (rxe's 128 unacknowledged PSNs).
+ * Go-back-N resends everything in flight after a loss: a window near the
+ * path's bandwidth-delay product keeps that cost small. */
+#define WIRE_CWND_MIN 8u
+
+static uint32_t ack_every(const struct wire_qp *q)
+{
+	uint32_t n = q->cwnd / 2;
+
+	return n < 1 ? 1 : n > WIRE_ACK_EVERY ? WIRE_ACK_EVERY : n;
+}
+
+static void cwnd_loss(struct wire_qp *q)
+{
+	q->cwnd /= 2;
+	if (q->cwnd < WIRE_CWND_MIN)
+		q->cwnd = WIRE_CWND_MIN;
+	q->cwnd_acc = 0;
+}
+
+static void cwnd_acked(struct wire_qp *q, uint32_t n)
+{
+	q->cwnd_acc += n;
+	while (q->cwnd < WIRE_WINDOW && q->cwnd_acc >= q->cwnd) {
+		q->cwnd_acc -= q->cwnd;
+		q->cwnd++;
+	}
+	if (q->cwnd >= WIRE_WINDOW)
+		q->cwnd_acc = 0;
+}
+
 /* Packet k of WQE e (for a READ: the request for responses k..). */
 static void send_packet(struct vr_qp *qp, struct wire_qp *q, struct wire_wqe *e, const struct urd_opcode_info *op,
 			const struct vsge *local, uint32_t n, uint32_t k, struct engine_host *host)
@@ -274,7 +308,7 @@ static void send_packet(struct vr_qp *qp, struct wire_qp *q, struct wire_wqe *e,
 			p.h.se = (wq->flags & URD_WQE_SOLICITED) != 0;
 		}
 	}
-	if (last || ++q->noack >= WIRE_ACK_EVERY) {
+	if (last || ++q->noack >= ack_every(q)) {
 		p.h.ackreq = true;
 		q->noack = 0;
 	}
@@ -374,7 +408,7 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 				sq_unwatch(sq);
 				break;
 			}
-			if (q->next_idx - sq->q.own >= q->ring_n || psn_diff(q->psn, q->una) >= WIRE_WINDOW)
+			if (q->next_idx - sq->q.own >= q->ring_n || psn_diff(q->psn, q->una) >= (int32_t)q->cwnd)
 				break;  /* the window is full: an ACK re-activates us */
 			e = wire_slot(q, q->next_idx);
 			wqe_copy(e->wqe, urd_queue_slot(&sq->q, q->next_idx), slot_bytes);
@@ -415,21 +449,35 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 				fail_head(qp, q, (enum ibv_wc_status)st);
 				return false;
 			}
+			/* after a go-back, ACKs may have come for packets of it sent
+			 * before: those are not sent again */
+			if (!(op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) && psn_diff(q->una, q->psn) > 0) {
+				uint32_t k = (uint32_t)psn_diff(q->una, e->first_psn);
+
+				if (k < e->npkts) {
+					q->cur_pkt = k;
+					q->psn = q->una;
+				}
+			}
 		}
 		if (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) {
 			if (may)
 				send_packet(qp, q, e, op, local, n, q->cur_pkt, host);
 			q->rd_out++;
 			q->psn = (e->last_psn + 1) & 0xffffff;
+			if (psn_diff(q->psn, q->psn_max) > 0)
+				q->psn_max = q->psn;
 			q->cur_open = false;
 			sent = true;
 			continue;
 		}
-		while (q->cur_pkt < e->npkts && psn_diff(q->psn, q->una) < WIRE_WINDOW && *bytes > 0) {
+		while (q->cur_pkt < e->npkts && psn_diff(q->psn, q->una) < (int32_t)q->cwnd && *bytes > 0) {
 			if (may)
 				send_packet(qp, q, e, op, local, n, q->cur_pkt, host);
 			q->cur_pkt++;
 			q->psn = (q->psn + 1) & 0xffffff;
+			if (psn_diff(q->psn, q->psn_max) > 0)
+				q->psn_max = q->psn;
 			*bytes -= q->mtu;
 			sent = true;
 		}
@@ -491,6 +539,7 @@ static void nak_una(struct vr_qp *qp, struct wire_qp *q, uint32_t psn)
 static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t now)
 {
 	if (psn_diff(una, q->una) > 0) {
+		cwnd_acked(q, (uint32_t)psn_diff(una, q->una));
 		q->una = una;
 		q->in_retry = false;
 		q->progress_at = now;
@@ -504,7 +553,7 @@ static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t
 	}
 	q->retry_left = qp->attr.retry_cnt;
 	q->rnr_left = qp->attr.rnr_retry;
-	if (q->una == q->psn && qp->sq.q.own == q->next_idx) {
+	if (psn_diff(q->una, q->psn) >= 0 && qp->sq.q.own == q->next_idx) {
 		q->rto_at = 0;
 		q->progress_at = 0;
 	} else {
@@ -543,6 +592,7 @@ static void read_response(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *r
 			 * once until the responses resume (rxe's started_retry) */
 			rx->cnt->retransmits++;
 			q->in_retry = true;
+			cwnd_loss(q);
 			go_back(qp, q);
 		}
 		return;
@@ -601,7 +651,9 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 	uint32_t psn = rx->h.psn;
 	uint8_t syn = rx->h.syndrome;
 
-	if (psn_diff(psn, q->una) < -1 || psn_diff(psn, q->psn) >= 0)
+	/* psn_max, not psn: after a go-back, ACKs for what was sent before it
+	 * are still good news */
+	if (psn_diff(psn, q->una) < -1 || psn_diff(psn, q->psn_max) >= 0)
 		return;         /* stale, or for a PSN we never sent */
 	switch (syn & 0x60) {
 	case 0x00:      /* ACK */
@@ -655,6 +707,7 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 				return;
 			nak_una(qp, q, psn);
 			rx->cnt->retransmits++;
+			cwnd_loss(q);
 			go_back(qp, q);
 			arm_rto(qp, q, now);
 			break;
@@ -690,7 +743,7 @@ void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
 	if (q->rto_at && now >= q->rto_at) {
 		struct engine_host *h = NULL;
 
-		if (q->una == q->psn && qp->sq.q.own == q->next_idx) {
+		if (psn_diff(q->una, q->psn) >= 0 && qp->sq.q.own == q->next_idx) {
 			q->rto_at = 0;
 			return;
 		}
@@ -712,6 +765,7 @@ void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
 			q->progress_at = now;
 		}
 		q->probe_at = 0;        /* no RTT sample across a resend */
+		cwnd_loss(q);
 		q->in_retry = false;
 		if (h)
 			h->cnt.retransmits++;
