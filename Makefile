@@ -85,7 +85,7 @@ $(LIBIBVERBS): $(LIB_OBJ) lib/libibverbs.map
 
 $(DAEMON): $(DAEMON_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(ENGINE_LIB) -ljson-c -lmicrohttpd -lpthread
+	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(ENGINE_LIB) -ljson-c -lmicrohttpd -lcurl -lpthread
 
 $(CLI): $(CLI_OBJ)
 	@mkdir -p $(dir $@)

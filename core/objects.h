@@ -258,6 +258,7 @@ struct urd_daemon {
 	struct vr_qp *qpn_hash[URD_QPN_BUCKETS];        /* pool.c */
 	uint32_t next_qpn;
 	bool qpn_sequential;            /* fuzz harnesses only: next_qpn++, reproducible */
+	uint32_t qpn_base, qpn_span;    /* the host's QPN range (cluster); span 0: all 24 bits */
 	uint32_t next_srqn;
 	uint32_t epoch;
 	uint32_t next_ctx_id;
@@ -279,8 +280,10 @@ void mr_keys_link(struct urd_vrnic *vr, struct vr_mr *mr);
 void mr_keys_unlink(struct urd_vrnic *vr, struct vr_mr *mr);
 struct vr_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey);
 struct vr_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey);
-/* QPNs: random 24-bit, unique host-wide. */
+/* QPNs: random 24-bit, unique host-wide; within [base, base + span) once the
+ * cluster directory gave this host a range (qpn_range_set; span 0: none). */
 uint32_t qpn_alloc(struct urd_daemon *d);
+void qpn_range_set(struct urd_daemon *d, uint32_t base, uint32_t span);
 void qpn_link(struct urd_daemon *d, struct vr_qp *qp);
 void qpn_unlink(struct urd_daemon *d, struct vr_qp *qp);
 struct vr_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn);

@@ -136,20 +136,53 @@ void mr_keys_unlink(struct urd_vrnic *vr, struct vr_mr *mr)
 /* QPNs are random, not sequential: a tenant must not learn from its own QPNs
  * how many QPs other tenants create.  24 bits, never 0 or 1 (QP1 is the
  * GSI), unique host-wide (the hash); a few thousand QPs in 2^24 numbers make
- * collisions rare, and the loop ends. */
+ * collisions rare, and the loop ends.  In a cluster the host draws them from
+ * its own range (2^16 numbers, qpn_range_set) so that a QPN names one host's
+ * QP fabric-wide; a range nearly full is searched in order, and a full one
+ * (65534 QPs on one host) falls back to the whole space. */
+static uint32_t qpn_draw(struct urd_daemon *d)
+{
+	uint32_t q;
+
+	if (d->qpn_sequential)
+		q = d->next_qpn++;
+	else if (getrandom(&q, sizeof(q), 0) != sizeof(q))
+		q = (uint32_t)rand() ^ (d->next_qpn++ * 2654435761u);
+	return q;
+}
+
 uint32_t qpn_alloc(struct urd_daemon *d)
 {
-	for (;;) {
-		uint32_t q;
+	if (d->qpn_span) {
+		uint32_t q = 0;
 
-		if (d->qpn_sequential)
-			q = d->next_qpn++;
-		else if (getrandom(&q, sizeof(q), 0) != sizeof(q))
-			q = (uint32_t)rand() ^ (d->next_qpn++ * 2654435761u);
-		q &= 0xffffff;
+		for (int tries = 0; tries < 64; tries++) {
+			q = d->qpn_base + qpn_draw(d) % d->qpn_span;
+			if (q > 1 && q <= 0xffffff && !qpn_lookup(d, q))
+				return q;
+		}
+		for (uint32_t i = 0; i < d->qpn_span; i++) {
+			uint32_t c = d->qpn_base + (q - d->qpn_base + i) % d->qpn_span;
+
+			if (c > 1 && c <= 0xffffff && !qpn_lookup(d, c))
+				return c;
+		}
+	}
+	for (;;) {
+		uint32_t q = qpn_draw(d) & 0xffffff;
+
 		if (q > 1 && !qpn_lookup(d, q))
 			return q;
 	}
+}
+
+/* QPs created before keep their numbers. */
+void qpn_range_set(struct urd_daemon *d, uint32_t base, uint32_t span)
+{
+	if (!span || base > 0xffffff || span > 0x1000000 - base)
+		base = span = 0;
+	d->qpn_base = base;
+	d->qpn_span = span;
 }
 
 void qpn_unlink(struct urd_daemon *d, struct vr_qp *qp)

@@ -22,6 +22,7 @@
 #include <infiniband/verbs.h>
 
 #include "daemon.h"
+#include "directory.h"
 #include "futex.h"
 #include "log.h"
 #include "unirdma/opcode.h"
@@ -129,6 +130,12 @@ static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
 	ADD_I64(o, "time_ns", urd_now_ns());
 	if (vr->vm)             /* VM hook: guest RAM layout and files (vm.c) */
 		json_object_object_add(o, "vm", vm_json(vr));
+	{
+		json_object *dj = directory_vrnic_json(vr);     /* cluster: is its GID published? */
+
+		if (dj)
+			json_object_object_add(o, "directory", dj);
+	}
 	if (detail) {
 		json_object *arr = json_object_new_array();
 
@@ -437,7 +444,7 @@ static void serve(struct urd_daemon *d, int fd, long long deadline)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	json_object *req = NULL, *ans;
-	bool shutdown = false;
+	bool shutdown = false, claimed = false;
 	size_t n = 0;
 	char *buf = malloc(ADMIN_MAX_REQ + 1);
 
@@ -465,9 +472,26 @@ static void serve(struct urd_daemon *d, int fd, long long deadline)
 			ans = error_json(EINVAL, "request is not a JSON object");
 		goto answer;
 	}
+	/* the cluster directory's commands and claims talk to etcd: never
+	 * under the big lock */
+	ans = directory_admin(d, req, str_field(req, "cmd"));
+	if (ans)
+		goto answer;
+	if (str_field(req, "cmd") && !strcmp(str_field(req, "cmd"), "vrnic.create")) {
+		char err[256];
+		int ret = directory_vrnic_claim(d, req, err, sizeof(err));
+
+		if (ret) {
+			ans = error_json(-ret, err);
+			goto answer;
+		}
+		claimed = true;
+	}
 	pthread_mutex_lock(&d->lock);
 	ans = handle(d, req, &shutdown);
 	pthread_mutex_unlock(&d->lock);
+	if (claimed)
+		directory_vrnic_claim_done(d, req);
 answer:
 	free(buf);
 	send_answer(fd, ans, 0);

@@ -21,6 +21,7 @@
 #include <grp.h>
 
 #include "daemon.h"
+#include "directory.h"
 #include "log.h"
 
 struct urd_daemon *urd_d;
@@ -30,7 +31,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: unirdmad [--state-dir DIR] [--foreground] [--metrics ADDR:PORT|off]\n"
 		"                [--metrics-token-file FILE] [--admin-group GROUP] [--debug]\n"
-		"                [--underlay DEV]\n"
+		"                [--underlay DEV] [--cluster URL[,URL...]] [--host-name NAME]\n"
 		"\n"
 		"The unirdma host daemon: virtual RDMA NICs for containers and VMs.\n"
 		"  --state-dir DIR  where the admin socket and the vRNIC region files live\n"
@@ -44,6 +45,9 @@ static void usage(FILE *f)
 		"  --underlay DEV   carry traffic to other hosts as RoCEv2 (UDP 4791) on DEV;\n"
 		"                   each vRNIC's address is added to DEV as a /32\n"
 		"  --debug          verbose logging\n"
+		"  --cluster URLS   join the cluster whose directory is the etcd at URLS\n"
+		"                   (http://IP:2379, comma separated); default: alone\n"
+		"  --host-name N    this host's name in the cluster (default: hostname)\n"
 		"Manage it with unirdma(8).  SIGTERM or SIGINT stop it cleanly.\n");
 }
 
@@ -127,6 +131,8 @@ int main(int argc, char **argv)
 		{ "admin-group", required_argument, NULL, 'g' },
 		{ "metrics-token-file", required_argument, NULL, 'T' },
 		{ "underlay", required_argument, NULL, 'U' },
+		{ "cluster", required_argument, NULL, 'C' },
+		{ "host-name", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -134,6 +140,8 @@ int main(int argc, char **argv)
 	const char *metrics = "127.0.0.1:9464", *admin_group = NULL;
 	const char *metrics_token = NULL;       /* NULL: a fresh one in STATE/metrics.token */
 	const char *underlay = NULL;            /* --underlay DEV: other hosts over RoCEv2 */
+	const char *cluster = NULL, *host_name = NULL;
+	char derr[256];
 	bool foreground = false, mounted_tmpfs;
 	struct urd_daemon *d;
 	char path[512];
@@ -149,6 +157,8 @@ int main(int argc, char **argv)
 		case 'g': admin_group = optarg; break;
 		case 'T': metrics_token = optarg; break;
 		case 'U': underlay = optarg; break;
+		case 'C': cluster = optarg; break;
+		case 'H': host_name = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -242,9 +252,18 @@ int main(int argc, char **argv)
 		d->admin_gid = g->gr_gid;
 		d->admin_gid_set = true;
 	}
+	ret = directory_init(d, cluster, host_name, derr, sizeof(derr));
+	if (!ret)
+		ret = directory_start(d);
+	if (ret) {
+		log_err("cluster directory: %s", ret == -EINVAL ? derr : strerror(-ret));
+		engine_stop(d);
+		return 1;
+	}
 	ret = admin_start(d);
 	if (ret) {
 		log_err("cannot open the admin socket in %s: %s", state, strerror(-ret));
+		directory_stop(d);
 		engine_stop(d);
 		return 1;
 	}
@@ -269,6 +288,7 @@ int main(int argc, char **argv)
 	admin_stop();
 	metrics_stop();
 	vrnic_monitor_stop();
+	directory_stop(d);
 	pthread_mutex_lock(&d->lock);
 	vrnic_destroy_all(d);
 	pthread_mutex_unlock(&d->lock);

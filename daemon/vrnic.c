@@ -17,6 +17,7 @@
 #include <infiniband/verbs.h>
 
 #include "daemon.h"
+#include "directory.h"
 #include "log.h"
 #include "futex.h"
 #include "unirdma/barrier.h"
@@ -428,6 +429,7 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 	underlay_addr_add(vr);
 	log_info("vrnic %s created: tenant %s, ip %s/%u, region %s", name, tenant,
 		 inet_ntoa((struct in_addr){ vr->vip }), vr->prefix, path);
+	directory_vrnic_added(d, vr);   /* publish its GID in the cluster */
 	*out = vr;
 	return 0;
 
@@ -547,6 +549,7 @@ static void vrnic_teardown(struct urd_daemon *d, struct urd_vrnic *vr, uint32_t 
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
 		if (d->vrnics[i] == vr)
 			d->vrnics[i] = NULL;
+	directory_vrnic_removed(d, vr);
 	if (urd_vrnic_threads) {
 		pthread_mutex_unlock(&d->lock);
 		pthread_join(vr->ctrl_thread, NULL);

@@ -11,6 +11,8 @@ pkgs=(
 	libibverbs-dev libjson-c-dev     # verbs headers (ABI we implement), JSON for the admin protocol
 	libbsd-dev                       # <bsd/sys/tree.h>: the daemon's red-black tree macros (header only)
 	libmicrohttpd-dev                # the daemon's Prometheus metrics endpoint
+	libcurl4-openssl-dev             # the daemon's cluster directory client (etcd's JSON gateway)
+	etcd-server etcd-client          # cluster tests: etcd v3 and etcdctl
 	ibverbs-utils perftest qperf     # unmodified verbs programs the tests and the demo run
 	iproute2 util-linux procps       # ip, unshare/nsenter, ps: containers and their network
 	strace valgrind python3          # test tooling
