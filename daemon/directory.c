@@ -1108,7 +1108,8 @@ static int reconcile(CURL **cp, int64_t lease)
 					break;
 				}
 			pthread_mutex_unlock(&dir.mu);
-			log_info("cluster: %s withdrawn", key);
+			if (r == 1)
+				log_info("cluster: %s withdrawn", key);
 			continue;
 		}
 		r = gid_claim(cp, &work, lease, CALL_TIMEOUT_MS, err, sizeof(err));
