@@ -179,6 +179,7 @@ hosts_lacks() { ! hosts_has "$@"; }
 all_of() { local c; for c in "$@"; do eval "$c" || return 1; done; }
 in_etcd() { etcdctl_ get --print-value-only "$1" | grep -q "$2"; }
 fails() { ! "$@" >/dev/null 2>&1; }
+quiet() { "$@" >/dev/null 2>&1; }
 host_known() { on "$1" --json hosts | jq_py "[h['name'] for h in d['hosts']]" | grep -q "'$2'"; }
 host_unknown() { ! host_known "$@"; }
 
@@ -307,7 +308,7 @@ case_qpn_ranges() {
 		on "$h" vrnic create "q$h" --tenant t1 --ip "10.79.$SUBNET.$((40 + ${#pids[@]}))/24" >/dev/null || return 1
 		# a server waiting for its client holds one RC QP
 		UNIRDMA_STATE_DIR=${HOST_STATE[$h]} timeout 20 "$UNIRDMA" --state-dir "${HOST_STATE[$h]}" exec \
-			--no-container "q$h" -- ibv_rc_pingpong -p $((18515 + SUBNET % 100 * 10 + ${#h})) >"$WORK/pp$h.log" 2>&1 &
+			--no-container "q$h" -- ibv_rc_pingpong -p $((20000 + SUBNET * 10 + ${#pids[@]})) >"$WORK/pp$h.log" 2>&1 &
 		pids+=($!)
 		CL_PIDS+=($!)
 	done
@@ -343,7 +344,7 @@ case_duplicate() {
 	say "  A: $out"
 	# once A lets it go, B may take it
 	on A vrnic delete d1 >/dev/null
-	check "after A deleted it, B may create it" on B vrnic create d2 --tenant t2 --ip "$ip/24"
+	check "after A deleted it, B may create it" quiet on B vrnic create d2 --tenant t2 --ip "$ip/24"
 	wait_until 1000 gid_is A "$ip" B
 	check "A sees it on B (${WAITED} ms)" [ $? = 0 ]
 	checks_result
@@ -383,7 +384,7 @@ case_peers_alone() {
 	wait "$DAEMON_PID" 2>/dev/null
 	"$UNIRDMAD" --state-dir "$STATE" --foreground --metrics off >>"$WORK/unirdmad.log" 2>&1 &
 	DAEMON_PID=$!
-	wait_until 5000 "$UNIRDMA" daemon ping >/dev/null
+	wait_until 5000 quiet "$UNIRDMA" daemon ping
 	check "a restarted daemon still admits it" grep -q 'ext-10.80.0.9' <("$UNIRDMA" --json hosts)
 	check "remove it" "$UNIRDMA" peer remove 10.80.0.9
 	check "gone from peers.json" fails grep -q 10.80.0.9 "$STATE/peers.json"
