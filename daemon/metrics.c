@@ -21,6 +21,7 @@
 #include <microhttpd.h>
 
 #include "daemon.h"
+#include "directory.h"
 #include "log.h"
 #include "unirdma/opcode.h"
 
@@ -70,10 +71,20 @@ struct snap_vr {
 	uint32_t nqps;
 };
 
+/* a peer host of the fabric (engine_hosts) */
+struct snap_host {
+	char name[ENGINE_HOST_NAME_MAX + 1];
+	bool external;
+	struct wire_counters cnt;
+};
+
 struct snap {
 	struct snap_vr *vr;
 	uint32_t nvr;
 	uint64_t copied_bytes;
+	struct snap_host *hosts;
+	uint32_t nhosts;
+	struct wire_counters unattributed;      /* packets of no known host */
 };
 
 static void snap_free(struct snap *s)
@@ -81,6 +92,7 @@ static void snap_free(struct snap *s)
 	for (uint32_t i = 0; i < s->nvr; i++)
 		free(s->vr[i].qps);
 	free(s->vr);
+	free(s->hosts);
 }
 
 static int snap_take(struct urd_daemon *d, struct snap *s)
@@ -95,6 +107,22 @@ static int snap_take(struct urd_daemon *d, struct snap *s)
 		goto unlock;
 	}
 	s->copied_bytes = d->eng.copied_bytes;
+	s->unattributed = *engine_wire_counters(d);
+	for (const struct engine_host *h = engine_hosts(d); h; h = h->next)
+		s->nhosts++;
+	s->hosts = calloc(s->nhosts ? s->nhosts : 1, sizeof(*s->hosts));
+	if (!s->hosts) {
+		ret = -ENOMEM;
+		goto unlock;
+	}
+	s->nhosts = 0;
+	for (const struct engine_host *h = engine_hosts(d); h; h = h->next) {
+		struct snap_host *o = &s->hosts[s->nhosts++];
+
+		memcpy(o->name, h->name, sizeof(o->name));
+		o->external = h->external;
+		o->cnt = h->cnt;
+	}
 	for (int i = 0; i < URD_MAX_VRNICS; i++) {
 		const struct urd_vrnic *vr = d->vrnics[i];
 		struct snap_vr *o = &s->vr[s->nvr];
@@ -146,6 +174,63 @@ static void by_opcode(FILE *f, const struct snap *s, const char *name, const cha
 	}
 }
 
+#define WCNT(x) offsetof(struct wire_counters, x)
+
+static const struct family wire_fams[] = {
+	{ "unirdma_wire_tx_packets_total", "counter", "RoCEv2 packets sent to the host's GIDs.", WCNT(tx_pkts), 1 },
+	{ "unirdma_wire_tx_bytes_total", "counter", "UDP payload bytes sent to the host's GIDs.", WCNT(tx_bytes), 1 },
+	{ "unirdma_wire_rx_packets_total", "counter", "RoCEv2 packets received from the host's GIDs.", WCNT(rx_pkts), 1 },
+	{ "unirdma_wire_rx_bytes_total", "counter", "UDP payload bytes received from the host's GIDs.", WCNT(rx_bytes), 1 },
+	{ "unirdma_wire_retransmits_total", "counter", "Packets sent again to the host (timeout or NAK).",
+	  WCNT(retransmits), 1 },
+	{ "unirdma_wire_timeouts_total", "counter", "Retransmission timer expiries for the host.", WCNT(timeouts), 1 },
+	{ "unirdma_wire_acks_tx_total", "counter", "ACKs sent to the host.", WCNT(acks_tx), 1 },
+	{ "unirdma_wire_acks_rx_total", "counter", "ACKs received from the host.", WCNT(acks_rx), 1 },
+};
+
+static uint64_t wfield(const struct wire_counters *c, size_t off)
+{
+	return *(const uint64_t *)((const char *)c + off);
+}
+
+/* Per peer host of the fabric (label host=, external=), and the drops of
+ * packets that belong to no known host. */
+static void wire_families(FILE *f, const struct snap *s)
+{
+	for (size_t k = 0; k < sizeof(wire_fams) / sizeof(wire_fams[0]); k++) {
+		const struct family *fam = &wire_fams[k];
+
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name, fam->type);
+		for (uint32_t i = 0; i < s->nhosts; i++)
+			fprintf(f, "%s{host=\"%s\",external=\"%s\"} %llu\n", fam->name, s->hosts[i].name,
+				s->hosts[i].external ? "true" : "false",
+				(unsigned long long)wfield(&s->hosts[i].cnt, fam->off));
+	}
+	fprintf(f, "# HELP unirdma_wire_naks_tx_total NAKs sent to the host, by syndrome.\n"
+		   "# TYPE unirdma_wire_naks_tx_total counter\n");
+	for (uint32_t i = 0; i < s->nhosts; i++)
+		for (int n = 0; n < WNAK_NUM; n++)
+			fprintf(f, "unirdma_wire_naks_tx_total{host=\"%s\",syndrome=\"%s\"} %llu\n", s->hosts[i].name,
+				wire_nak_names[n], (unsigned long long)s->hosts[i].cnt.naks_tx[n]);
+	fprintf(f, "# HELP unirdma_wire_naks_rx_total NAKs received from the host, by syndrome.\n"
+		   "# TYPE unirdma_wire_naks_rx_total counter\n");
+	for (uint32_t i = 0; i < s->nhosts; i++)
+		for (int n = 0; n < WNAK_NUM; n++)
+			fprintf(f, "unirdma_wire_naks_rx_total{host=\"%s\",syndrome=\"%s\"} %llu\n", s->hosts[i].name,
+				wire_nak_names[n], (unsigned long long)s->hosts[i].cnt.naks_rx[n]);
+	fprintf(f, "# HELP unirdma_wire_drops_total Packets from the host's GIDs dropped, by reason.\n"
+		   "# TYPE unirdma_wire_drops_total counter\n");
+	for (uint32_t i = 0; i < s->nhosts; i++)
+		for (int r = 0; r < WDROP_NUM; r++)
+			fprintf(f, "unirdma_wire_drops_total{host=\"%s\",reason=\"%s\"} %llu\n", s->hosts[i].name,
+				wire_drop_names[r], (unsigned long long)s->hosts[i].cnt.drops[r]);
+	fprintf(f, "# HELP unirdma_wire_unattributed_drops_total Packets of no known host dropped, by reason.\n"
+		   "# TYPE unirdma_wire_unattributed_drops_total counter\n");
+	for (int r = 0; r < WDROP_NUM; r++)
+		fprintf(f, "unirdma_wire_unattributed_drops_total{reason=\"%s\"} %llu\n", wire_drop_names[r],
+			(unsigned long long)s->unattributed.drops[r]);
+}
+
 static char *render(const struct snap *s)
 {
 	static const char *const obj_kind[6] = { "context", "pd", "mr", "cq", "qp", "srq" };
@@ -189,6 +274,7 @@ static char *render(const struct snap *s)
 				(unsigned long long)vr->qps[q].rx_bytes);
 		}
 	}
+	wire_families(f, s);
 	fprintf(f, "# HELP unirdma_engine_copied_bytes_total Bytes the engine moved between memory regions.\n"
 		   "# TYPE unirdma_engine_copied_bytes_total counter\nunirdma_engine_copied_bytes_total %llu\n",
 		(unsigned long long)s->copied_bytes);

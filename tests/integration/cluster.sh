@@ -380,6 +380,15 @@ case_peers_alone() {
 	check "hosts lists it" grep -q 'ext-10.80.0.9' <("$UNIRDMA" --json hosts)
 	"$UNIRDMA" cluster
 	check "cluster: none" grep -q 'none (this daemon works alone)' <("$UNIRDMA" cluster)
+	# the per-host counters on the Prometheus page (all zero: no traffic here)
+	local port
+	port=$("$UNIRDMA" --json daemon ping | jq_py 'd["metrics_port"]')
+	curl -s -H "Authorization: Bearer $(cat "$STATE/metrics.token")" "http://127.0.0.1:$port/metrics" >"$WORK/metrics"
+	grep 'ext-10.80.0.9' "$WORK/metrics" | head -n 4 | sed 's/^/  | /'
+	check "metrics: packets per host" grep -qx 'unirdma_wire_tx_packets_total{host="ext-10.80.0.9",external="true"} 0' "$WORK/metrics"
+	check "metrics: NAKs by syndrome" grep -qx 'unirdma_wire_naks_rx_total{host="ext-10.80.0.9",syndrome="rnr"} 0' "$WORK/metrics"
+	check "metrics: drops by reason" grep -qx 'unirdma_wire_drops_total{host="ext-10.80.0.9",reason="other_tenant"} 0' "$WORK/metrics"
+	check "metrics: unattributed drops" grep -qx 'unirdma_wire_unattributed_drops_total{reason="unknown_source"} 0' "$WORK/metrics"
 	"$UNIRDMA" daemon stop >/dev/null
 	wait "$DAEMON_PID" 2>/dev/null
 	"$UNIRDMAD" --state-dir "$STATE" --foreground --metrics off >>"$WORK/unirdmad.log" 2>&1 &
