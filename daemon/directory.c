@@ -121,6 +121,7 @@ static struct {
 	pthread_mutex_t mu;             /* everything below; inside the big lock */
 	pthread_cond_t cv;
 	bool stop, kick;
+	bool rejoin;                    /* our host or QPN range entry vanished: a new session */
 	int cur_ep;
 	/* status */
 	bool reachable;
@@ -759,6 +760,14 @@ static void engine_apply_del(struct urd_daemon *d, const struct dent *old)
 	}
 }
 
+static struct pub *pub_find(uint32_t ip)
+{
+	for (struct pub *p = dir.pubs; p; p = p->next)
+		if (p->ip == ip)
+			return p;
+	return NULL;
+}
+
 /* key changed to e (NULL: deleted).  Big lock and dir.mu held. */
 static void model_update(struct urd_daemon *d, const char *key, struct dent *e)
 {
@@ -794,8 +803,17 @@ static void model_update(struct urd_daemon *d, const char *key, struct dent *e)
 	} else if (old) {
 		engine_apply_del(d, old);
 	}
-	if (kind == K_GID)
-		dir.kick = true;        /* a GID went or changed: conflicts may clear */
+	if (kind == K_GID) {
+		struct pub *p = pub_find(e ? e->ip : old ? old->ip : 0);
+
+		/* ours deleted or overwritten behind our back: claim it again
+		 * (or learn the conflict); conflicts may clear */
+		if (p && p->state == PUB_DONE && (!e || strcmp(e->host, dir.host)))
+			p->state = PUB_WANT;
+		dir.kick = true;
+	}
+	if (kind == K_HOST && !e && !strcmp(id, dir.host) && dir.lease)
+		dir.rejoin = true;      /* our host entry deleted: publish everything again */
 	free(old);
 }
 
@@ -942,13 +960,6 @@ static void peers_load(struct urd_daemon *d)
 
 /* ---- publishing this host's GIDs ----------------------------------------- */
 
-static struct pub *pub_find(uint32_t ip)
-{
-	for (struct pub *p = dir.pubs; p; p = p->next)
-		if (p->ip == ip)
-			return p;
-	return NULL;
-}
 
 static void pub_value(struct pub *p)
 {
@@ -1192,11 +1203,18 @@ static void watch_message(json_object *msg, struct watch_ctx *w)
 			model_update(d, key, r == 1 ? e : NULL);   /* a bad value counts as absent */
 		else
 			free(e);
+		if (key && del && dir.qpn_k) {
+			char qk[64];
+
+			snprintf(qk, sizeof(qk), DIR_PREFIX "qpn/%u", dir.qpn_k);
+			if (!strcmp(key, qk))
+				dir.rejoin = true;      /* our QPN range must be ours again */
+		}
 		free(key);
 	}
 	if (rev > dir.revision)
 		dir.revision = rev;
-	if (dir.kick)
+	if (dir.kick || dir.rejoin)
 		pthread_cond_signal(&dir.cv);
 	pthread_mutex_unlock(&dir.mu);
 	pthread_mutex_unlock(&d->lock);
@@ -1554,16 +1572,22 @@ static void session(CURL **cp)
 		bool kick, conflicts = false;
 
 		pthread_mutex_lock(&dir.mu);
-		while (!dir.stop && !dir.kick && dir.watch_running && urd_now_ns() < next) {
+		while (!dir.stop && !dir.kick && !dir.rejoin && dir.watch_running && urd_now_ns() < next) {
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_nsec += 100 * 1000000;
 			if (ts.tv_nsec >= 1000000000)
 				ts.tv_sec++, ts.tv_nsec -= 1000000000;
 			pthread_cond_timedwait(&dir.cv, &dir.mu, &ts);
 		}
-		kick = dir.kick;
+		kick = dir.kick || dir.rejoin;
 		for (struct pub *p = dir.pubs; p; p = p->next)
 			conflicts |= p->state == PUB_CONFLICT && p->live;
+		if (dir.rejoin) {
+			log_warn("cluster: this host's entries were deleted in etcd: joining again");
+			dir.rejoin = false;
+			pthread_mutex_unlock(&dir.mu);
+			break;
+		}
 		if (dir.stop || !dir.watch_running) {
 			pthread_mutex_unlock(&dir.mu);
 			break;
@@ -1786,6 +1810,10 @@ int directory_vrnic_claim(struct urd_daemon *d, json_object *req, char *err, siz
 		return 0;       /* vrnic_create judges the request */
 	/* cluster-wide, an address is one GID: one vRNIC, whatever its tenant */
 	pthread_mutex_lock(&d->lock);
+	if (vrnic_find(d, name)) {
+		pthread_mutex_unlock(&d->lock);
+		return 0;               /* vrnic_create refuses it (EEXIST) */
+	}
 	mine = false;
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
 		if (d->vrnics[i] && d->vrnics[i]->vip == ip)

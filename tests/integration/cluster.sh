@@ -112,7 +112,8 @@ etcd_stop() {
 
 etcdctl_() { ip netns exec "$CL_TAG-etcd" etcdctl --endpoints "$ETCD_URL" --command-timeout=3s "$@"; }
 
-# host_start NAME N: host NAME at $NET.N with its own unirdmad in the cluster.
+# host_start NAME N [nowait]: host NAME at $NET.N with its own unirdmad in the
+# cluster; waits until it joined (nowait: until it answers).
 # Its daemon runs in the host's network namespace only (nsenter --net): its
 # vRNIC file systems stay visible to the CLI and containers.
 host_start() {
@@ -129,6 +130,7 @@ host_start() {
 	CL_PIDS+=("$!")
 	local i
 	for ((i = 0; i < 300; i++)); do
+		[ "${3:-}" = nowait ] && quiet on "$name" daemon ping && return 0
 		[ "$(on "$name" --json cluster 2>/dev/null | jq_py 'd["reachable"]' 2>/dev/null)" = True ] && return 0
 		kill -0 "${HOST_PID[$name]}" 2>/dev/null || break
 		sleep 0.02
@@ -445,6 +447,48 @@ case_hostile_values() {
 	checks_result
 }
 
+# entries of a live host deleted behind its back come back
+case_self_heal() {
+	cl_net
+	host_start A 1
+	host_start B 2
+	local ip=10.79.$SUBNET.70 k
+	on A vrnic create s1 --tenant t1 --ip "$ip/24" >/dev/null || return 1
+	wait_until 1000 gid_is B "$ip" A || { say "B never saw A's GID"; return 1; }
+	etcdctl_ del "/unirdma/v1/gids/$ip" >/dev/null
+	wait_until 2000 in_etcd "/unirdma/v1/gids/$ip" '"host":"A"'
+	check "A publishes its GID again after it was deleted in etcd (${WAITED} ms)" [ $? = 0 ]
+	check "B has it" gid_is B "$ip" A
+	etcdctl_ del /unirdma/v1/hosts/A >/dev/null
+	wait_until 3000 in_etcd /unirdma/v1/hosts/A '"incarnation"'
+	check "A puts its host entry back (${WAITED} ms)" [ $? = 0 ]
+	wait_until 2000 gid_is B "$ip" A
+	check "B knows A and its GID again (${WAITED} ms)" [ $? = 0 ]
+	k=$(on A --json cluster | jq_py 'd["qpn_range"]')
+	etcdctl_ del "/unirdma/v1/qpn/$k" >/dev/null
+	wait_until 3000 in_etcd "/unirdma/v1/qpn/$k" A
+	check "A claims its QPN range $k again (${WAITED} ms)" [ $? = 0 ]
+	check "A is in one piece" [ "$(on A --json cluster | jq_py '(d["qpn_range"], d["reachable"])')" = "($k, True)" ]
+	checks_result
+}
+
+# a daemon started while etcd is away works alone and joins when it comes
+case_start_without_etcd() {
+	cl_net
+	etcd_stop
+	host_start A 1 nowait
+	local ip=10.79.$SUBNET.80
+	check "vrnic create works before etcd was ever reached" quiet on A vrnic create w1 --tenant t1 --ip "$ip/24"
+	check "A says not reachable" [ "$(on A --json cluster | jq_py 'd["reachable"]')" = False ]
+	on A cluster | sed 's/^/  | /'
+	etcd_start
+	wait_until 5000 in_etcd "/unirdma/v1/gids/$ip" '"host":"A"'
+	check "A publishes it once etcd is up (${WAITED} ms)" [ $? = 0 ]
+	host_start B 2
+	check "B sees it" gid_is B "$ip" A
+	checks_result
+}
+
 add_case hosts case_hosts
 add_case gid_1s case_gid_1s
 add_case sigkill case_sigkill
@@ -454,4 +498,6 @@ add_case duplicate case_duplicate
 add_case peers case_peers
 add_case peers_alone case_peers_alone
 add_case hostile_values case_hostile_values
+add_case self_heal case_self_heal
+add_case start_without_etcd case_start_without_etcd
 run_cases "$@"
