@@ -104,6 +104,10 @@ static int run_hosts(const struct cli_cmd *cmd, int argc, char **argv)
 		print_nonzero("    naks received: ", jget(c, "naks_rx"));
 		print_nonzero("    drops: ", jget(c, "drops"));
 	}
+	if ((un = jget(resp, "underlay")))
+		printf("underlay %s (%s): sent %lld packets in %lld calls, received %lld in %lld, %lld not sent\n",
+		       jstr(un, "dev"), jstr(un, "ip"), jint(un, "tx_packets"), jint(un, "tx_calls"),
+		       jint(un, "rx_packets"), jint(un, "rx_calls"), jint(un, "tx_dropped"));
 	un = jget(resp, "unattributed");
 	if (un && sum(jget(un, "drops")))
 		print_nonzero("packets of no known host dropped: ", jget(un, "drops"));

@@ -2022,6 +2022,21 @@ static json_object *hosts_json(struct urd_daemon *d)
 	json_object_object_add(ok, "local", json_object_new_string(dir.host));
 	json_object_object_add(ok, "hosts", arr);
 	json_object_object_add(ok, "unattributed", counters_json(engine_wire_counters(d)));
+	if (engine_wire_on(d)) {
+		struct engine_wire_stats ws;
+		json_object *w = json_object_new_object();
+		char ipb[INET_ADDRSTRLEN];
+
+		engine_wire_stats(d, &ws);
+		json_object_object_add(w, "dev", json_object_new_string(engine_wire_dev(d)));
+		json_object_object_add(w, "ip", json_object_new_string(ip_str(engine_wire_ip(d), ipb)));
+		ADD_U64(w, "tx_calls", ws.tx_calls);
+		ADD_U64(w, "tx_packets", ws.tx_pkts);
+		ADD_U64(w, "rx_calls", ws.rx_calls);
+		ADD_U64(w, "rx_packets", ws.rx_pkts);
+		ADD_U64(w, "tx_dropped", ws.tx_dropped);
+		json_object_object_add(ok, "underlay", w);
+	}
 	pthread_mutex_unlock(&d->lock);
 	return ok;
 }
