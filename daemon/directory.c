@@ -1139,6 +1139,8 @@ static int reconcile(CURL **cp, int64_t lease)
 				log_info("cluster: vRNIC %s published as %s", work.vrnic, key);
 			p->state = r == 1 ? PUB_DONE : PUB_CONFLICT;
 			snprintf(p->other, sizeof(p->other), "%s", r ? "" : work.other);
+		} else if (p && p->live) {
+			dir.kick = true;        /* it changed meanwhile: another pass */
 		}
 		pthread_mutex_unlock(&dir.mu);
 		if (r == 0)

@@ -35,6 +35,12 @@ cl_cleanup() {
 		kill -KILL "$pid" 2>/dev/null
 	done
 	wait 2>/dev/null
+	# a sanitizer build reports into the logs (leaks at exit)
+	if [ -n "${WORK:-}" ] && grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$WORK"/*.log 2>/dev/null; then
+		say "a daemon's sanitizer report:"
+		grep -h -A 30 -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$WORK"/*.log | head -n 60 | sed 's/^/  | /'
+		[ "$rc" = 0 ] && rc=1
+	fi
 	for s in "${CL_STATES[@]}"; do
 		for m in "$s"/vrnics/*/; do
 			mountpoint -q "$m" 2>/dev/null && umount -l "$m"
@@ -124,7 +130,8 @@ host_start() {
 		HOST_STATE[$name]=$(mktemp -d /tmp/unirdma-state.XXXXXX) || die "mktemp failed"
 		CL_STATES+=("${HOST_STATE[$name]}")
 	fi
-	nsenter --net="/run/netns/$CL_TAG-$name" "$UNIRDMAD" --state-dir "${HOST_STATE[$name]}" --foreground \
+	ASAN_OPTIONS=${UNIRDMA_DAEMON_ASAN_OPTIONS:-${ASAN_OPTIONS:-}} \
+		nsenter --net="/run/netns/$CL_TAG-$name" "$UNIRDMAD" --state-dir "${HOST_STATE[$name]}" --foreground \
 		--metrics off --cluster "$ETCD_URL" --host-name "$name" >>"$WORK/$name.log" 2>&1 &
 	HOST_PID[$name]=$!
 	CL_PIDS+=("$!")
