@@ -1462,19 +1462,14 @@ static int64_t old_lease(CURL **cp)
 	return l;
 }
 
-/* The whole prefix at one revision into the engine.  *rev: that revision. */
-static int snapshot(CURL **cp, int64_t *rev, char *err, size_t errlen)
+/* A range answer of the whole prefix into the engine (what vanished goes). */
+static int snapshot_apply(json_object *resp, int64_t *rev, char *err, size_t errlen)
 {
 	struct urd_daemon *d = dir.d;
-	json_object *resp, *kvs, *hdr;
+	json_object *kvs, *hdr;
 	struct dent *ents = NULL;
-	int ret;
 
-	ret = etcd_range(cp, DIR_PREFIX, 0, &resp, err, errlen);
-	if (ret)
-		return ret;
 	if (!json_object_object_get_ex(resp, "header", &hdr) || !jint64(hdr, "revision", rev) || *rev <= 0) {
-		json_object_put(resp);
 		snprintf(err, errlen, "range: no revision in the answer");
 		return -EPROTO;
 	}
@@ -1492,7 +1487,6 @@ static int snapshot(CURL **cp, int64_t *rev, char *err, size_t errlen)
 			}
 			free(key);
 		}
-	json_object_put(resp);
 	pthread_mutex_lock(&d->lock);
 	pthread_mutex_lock(&dir.mu);
 	model_replace(d, ents);
@@ -1500,6 +1494,20 @@ static int snapshot(CURL **cp, int64_t *rev, char *err, size_t errlen)
 	pthread_mutex_unlock(&dir.mu);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
+}
+
+/* The whole prefix at one revision into the engine.  *rev: that revision. */
+static int snapshot(CURL **cp, int64_t *rev, char *err, size_t errlen)
+{
+	json_object *resp;
+	int ret;
+
+	ret = etcd_range(cp, DIR_PREFIX, 0, &resp, err, errlen);
+	if (ret)
+		return ret;
+	ret = snapshot_apply(resp, rev, err, errlen);
+	json_object_put(resp);
+	return ret;
 }
 
 static void watch_stop_join(void)
@@ -2203,4 +2211,62 @@ json_object *directory_admin(struct urd_daemon *d, json_object *req, const char 
 	if (!strcmp(cmd, "cluster.gids"))
 		return cluster_json(d, true);
 	return NULL;
+}
+
+/* ---- the fuzz harness's way in (tests/fuzz/fuzz_dir.c) -------------------- */
+
+void directory_fuzz_begin(struct urd_daemon *d, const char *host)
+{
+	dir.d = d;
+	snprintf(dir.host, sizeof(dir.host), "%s", host);
+}
+
+void directory_fuzz_range(const char *data, size_t n)
+{
+	json_tokener *tok = json_tokener_new();
+	json_object *o = tok ? json_tokener_parse_ex(tok, data, (int)n) : NULL;
+	char err[128];
+	int64_t rev;
+
+	if (o && json_object_is_type(o, json_type_object))
+		snapshot_apply(o, &rev, err, sizeof(err));
+	json_object_put(o);
+	if (tok)
+		json_tokener_free(tok);
+}
+
+/* Bytes of a watch stream, in pieces as curl may hand them over; false when
+ * the stream would have been dropped (bad JSON, a cancel: a resync). */
+bool directory_fuzz_watch(const char *data, size_t n, size_t piece)
+{
+	struct watch_ctx w = { .tok = json_tokener_new() };
+	bool ok = true;
+
+	for (size_t off = 0; w.tok && off < n && ok; off += piece ? piece : n) {
+		size_t len = piece && n - off > piece ? piece : n - off;
+
+		ok = watch_write((char *)data + off, 1, len, &w) == len;
+	}
+	if (w.tok)
+		json_tokener_free(w.tok);
+	return ok;
+}
+
+void directory_fuzz_end(void)
+{
+	struct urd_daemon *d = dir.d;
+
+	pthread_mutex_lock(&d->lock);
+	pthread_mutex_lock(&dir.mu);
+	model_replace(d, NULL);
+	while (dir.pubs) {
+		struct pub *n = dir.pubs->next;
+
+		free(dir.pubs);
+		dir.pubs = n;
+	}
+	dir.revision = 0;
+	dir.kick = dir.rejoin = false;
+	pthread_mutex_unlock(&dir.mu);
+	pthread_mutex_unlock(&d->lock);
 }

@@ -55,4 +55,11 @@ struct json_object *directory_vrnic_json(const struct urd_vrnic *vr);
 extern const char *const wire_drop_names[WDROP_NUM];
 extern const char *const wire_nak_names[WNAK_NUM];
 
+/* The fuzz harness's way in (tests/fuzz/fuzz_dir.c): the parsers of what
+ * etcd sends and the engine's tables they feed, without etcd or threads. */
+void directory_fuzz_begin(struct urd_daemon *d, const char *host);
+void directory_fuzz_range(const char *data, size_t n);
+bool directory_fuzz_watch(const char *data, size_t n, size_t piece);
+void directory_fuzz_end(void);      /* forget everything: the engine's tables empty */
+
 #endif

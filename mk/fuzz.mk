@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # libFuzzer targets for the daemon's parsers of untrusted input (tests/fuzz/).
 #
-#   make fuzz-build     build/fuzz/fuzz_ctrl, fuzz_wqe, fuzz_roce (clang,
+#   make fuzz-build     build/fuzz/fuzz_ctrl, fuzz_wqe, fuzz_roce, fuzz_dir (clang,
 #                       -fsanitize=fuzzer,address,undefined)
 #   make fuzz           run each target for FUZZ_SECONDS (default 600) from the
 #                       repo corpus tests/fuzz/corpus/<target>/; new inputs go
@@ -23,8 +23,8 @@
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 600
 FUZZ_JOBS    ?= 1
-FUZZ_TARGETS := ctrl wqe roce
-FUZZ_LIBS    ?= -ljson-c -lmicrohttpd -lpthread   # what the daemon links with (top Makefile)
+FUZZ_TARGETS := ctrl wqe roce dir
+FUZZ_LIBS    ?= -ljson-c -lmicrohttpd -lcurl -lpthread   # what the daemon links with (top Makefile)
 FUZZ_BUILD   := $(BUILD)/fuzz
 FUZZ_WORK    ?= $(FUZZ_BUILD)/work
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

@@ -10,6 +10,9 @@
 #          next door whose bytes must not change
 #   roce   the RoCEv2 codec (common/roce.c) on packets from the wire: parse,
 #          build(parse(p)) == p, the ICRC check and its IP ID solver
+#   dir    the cluster directory client's parsers of what etcd sends (a range
+#          answer and the watch stream, base64 keys and values) and the
+#          engine's tables of hosts and GIDs they feed
 # Each case runs its target for $UNIRDMA_FUZZ_TIME seconds (default 20) from
 # a copy of the corpus in tests/fuzz/corpus/<target> (the repo corpus is never
 # written) and fails on any crash, sanitizer report, leak, invariant
@@ -82,4 +85,5 @@ fuzz_target() {
 add_case ctrl fuzz_target ctrl
 add_case wqe fuzz_target wqe
 add_case roce fuzz_target roce
+add_case dir fuzz_target dir
 run_cases "$@"
