@@ -1160,6 +1160,11 @@ struct watch_ctx {
 static void watch_message(json_object *msg, struct watch_ctx *w)
 {
 	struct urd_daemon *d = dir.d;
+	struct update {
+		char *key;
+		struct dent *e;
+		bool del, apply;
+	} *ups;
 	json_object *res, *evs, *hdr;
 	int64_t rev = 0, compact = 0;
 	size_t n;
@@ -1170,7 +1175,7 @@ static void watch_message(json_object *msg, struct watch_ctx *w)
 		return;
 	}
 	if ((jint64(res, "compact_revision", &compact) && compact > 0) ||
-	    json_object_object_get_ex(res, "canceled", NULL)) {
+	    (json_object_object_get_ex(res, "canceled", &hdr) && json_object_get_boolean(hdr))) {
 		set_error("watch canceled (compacted at %" PRId64 "): reading everything again", compact);
 		w->bad = true;
 		return;
@@ -1184,35 +1189,43 @@ static void watch_message(json_object *msg, struct watch_ctx *w)
 		pthread_mutex_unlock(&dir.mu);
 		return;
 	}
+	/* parsed first, applied under the big lock after: the lock is held
+	 * for the tables' updates only */
 	n = json_object_array_length(evs);
-	pthread_mutex_lock(&d->lock);
-	pthread_mutex_lock(&dir.mu);
+	ups = calloc(n ? n : 1, sizeof(*ups));
+	if (!ups) {
+		w->bad = true;
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		json_object *ev = json_object_array_get_idx(evs, i), *kv;
 		const char *type = jstr(ev, "type");
-		bool del = type && !strcmp(type, "DELETE");
-		struct dent *e;
-		char *key;
 		int r;
 
+		ups[i].del = type && !strcmp(type, "DELETE");
 		if (!json_object_object_get_ex(ev, "kv", &kv))
 			continue;
-		/* kv_parse may take dir.mu (skipped count): release around it */
-		pthread_mutex_unlock(&dir.mu);
-		r = kv_parse(kv, del, &key, &e);
-		pthread_mutex_lock(&dir.mu);
-		if (key && (r >= 0 || r == -EINVAL))
-			model_update(d, key, r == 1 ? e : NULL);   /* a bad value counts as absent */
-		else
-			free(e);
-		if (key && del && dir.qpn_k) {
+		r = kv_parse(kv, ups[i].del, &ups[i].key, &ups[i].e);
+		ups[i].apply = ups[i].key && (r >= 0 || r == -EINVAL);     /* a bad value counts as absent */
+		if (r != 1) {
+			free(ups[i].e);
+			ups[i].e = NULL;
+		}
+	}
+	pthread_mutex_lock(&d->lock);
+	pthread_mutex_lock(&dir.mu);
+	for (size_t i = 0; i < n; i++) {
+		if (ups[i].apply) {
+			model_update(d, ups[i].key, ups[i].e);
+			ups[i].e = NULL;
+		}
+		if (ups[i].key && ups[i].del && dir.qpn_k) {
 			char qk[64];
 
 			snprintf(qk, sizeof(qk), DIR_PREFIX "qpn/%u", dir.qpn_k);
-			if (!strcmp(key, qk))
+			if (!strcmp(ups[i].key, qk))
 				dir.rejoin = true;      /* our QPN range must be ours again */
 		}
-		free(key);
 	}
 	if (rev > dir.revision)
 		dir.revision = rev;
@@ -1220,6 +1233,11 @@ static void watch_message(json_object *msg, struct watch_ctx *w)
 		pthread_cond_signal(&dir.cv);
 	pthread_mutex_unlock(&dir.mu);
 	pthread_mutex_unlock(&d->lock);
+	for (size_t i = 0; i < n; i++) {
+		free(ups[i].key);
+		free(ups[i].e);
+	}
+	free(ups);
 }
 
 static size_t watch_write(char *ptr, size_t sz, size_t nm, void *ud)
@@ -2059,8 +2077,6 @@ static json_object *cluster_json(struct urd_daemon *d, bool gids)
 
 	pthread_mutex_lock(&d->lock);
 	engine_gids_each(d, gid_json, &a);
-	pthread_mutex_unlock(&d->lock);
-	pthread_mutex_lock(&d->lock);
 	pthread_mutex_lock(&dir.mu);
 	snprintf(inc, sizeof(inc), "%016" PRIx64, dir.incarnation);
 	json_object_object_add(ok, "host", json_object_new_string(dir.host));

@@ -212,7 +212,12 @@ case_hosts() {
 	done
 	on A hosts
 	on A cluster
-	check "cluster shows etcd reachable" on A cluster | grep -q "(reachable)"
+	check "cluster shows etcd reachable" grep -q "(reachable)" <(on A cluster)
+	# a daemon that stops revokes its lease: the others forget it at once
+	on C daemon stop >/dev/null
+	wait_until 1000 host_unknown A C
+	check "C stopped: A forgot it (${WAITED} ms)" [ $? = 0 ]
+	check "etcd has no hosts/C" [ -z "$(etcdctl_ get --print-value-only /unirdma/v1/hosts/C)" ]
 	checks_result
 }
 
