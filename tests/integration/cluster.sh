@@ -305,6 +305,33 @@ case_etcd_down() {
 
 in_etcd_json_lease() { etcdctl_ get -w json "$1" | grep -q '"lease"'; }
 has_qp() { [ -n "$(qpn_of "$1" "$2")" ]; }
+# etcd that stops answering without closing its connections (SIGSTOP): the
+# requests time out; vrnic create waits at most ~2 s for it
+case_etcd_frozen() {
+	cl_net
+	host_start A 1
+	host_start B 2
+	local ip1=10.79.$SUBNET.90 ip2=10.79.$SUBNET.91 t0 took st
+	on A vrnic create f1 --tenant t1 --ip "$ip1/24" >/dev/null || return 1
+	wait_until 1000 gid_is B "$ip1" A || { say "B never saw A's GID"; return 1; }
+	kill -STOP "$ETCD_PID"
+	say "  etcd frozen"
+	wait_until 5000 eval '[ "$(on A --json cluster | jq_py "d[\"reachable\"]")" = False ]'
+	check "A notices within 5 s (${WAITED} ms)" [ $? = 0 ]
+	t0=$(now_ms)
+	on A vrnic create f2 --tenant t1 --ip "$ip2/24" >/dev/null
+	st=$?
+	took=$(($(now_ms) - t0))
+	check "vrnic create works while etcd is frozen (${took} ms)" all_of '[ "$st" = 0 ]' '[ "$took" -lt 3500 ]'
+	check "B keeps A's GID" gid_is B "$ip1" A
+	kill -CONT "$ETCD_PID"
+	say "  etcd thawed"
+	wait_until 8000 gid_is B "$ip2" A
+	check "B sees the vRNIC created meanwhile (${WAITED} ms after the thaw)" [ $? = 0 ]
+	check "A's f2 is published" [ "$(on A --json vrnic show f2 | jq_py 'd["vrnic"]["directory"]["state"]')" = published ]
+	checks_result
+}
+
 # qpn_of VRNIC HOST: the QPN of the first QP of VRNIC on HOST (vrnic show)
 qpn_of() { on "$2" --json vrnic show "$1" | jq_py "d['vrnic']['qp_list'][0]['qpn'] if d['vrnic']['qp_list'] else ''"; }
 
@@ -510,6 +537,7 @@ add_case hosts case_hosts
 add_case gid_1s case_gid_1s
 add_case sigkill case_sigkill
 add_case etcd_down case_etcd_down
+add_case etcd_frozen case_etcd_frozen
 add_case qpn_ranges case_qpn_ranges
 add_case duplicate case_duplicate
 add_case peers case_peers
