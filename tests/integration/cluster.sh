@@ -332,6 +332,32 @@ case_etcd_frozen() {
 	checks_result
 }
 
+nremote_is() { [ "$(on "$1" --json cluster | jq_py 'd["remote_gids"]')" = "$2" ]; }
+
+# many vRNICs at once: all published, all withdrawn
+case_many() {
+	cl_net
+	host_start A 1
+	host_start B 2
+	local i n=40 t0 took
+	t0=$(now_ms)
+	for ((i = 1; i <= n; i++)); do
+		on A vrnic create "m$i" --tenant "t$((i % 3))" --ip "10.80.$SUBNET.$i/24" >/dev/null || return 1
+	done
+	took=$(($(now_ms) - t0))
+	wait_until 2000 nremote_is B "$n"
+	check "B knows all $n GIDs ${WAITED} ms after the last create ($n creates took ${took} ms)" [ $? = 0 ]
+	check "with their tenants" [ "$(on B --json cluster gids | jq_py "sum(1 for g in d['remote'] if g['tenant'] == 't%d' % (int(g['ip'].split('.')[3]) % 3))")" = "$n" ]
+	check "etcd holds $n GIDs" [ "$(etcdctl_ get --prefix --keys-only /unirdma/v1/gids/ | grep -c .)" = "$n" ]
+	for ((i = 1; i <= n; i++)); do
+		on A vrnic delete "m$i" >/dev/null || return 1
+	done
+	wait_until 2000 nremote_is B 0
+	check "all gone from B ${WAITED} ms after the last delete" [ $? = 0 ]
+	check "and from etcd" [ -z "$(etcdctl_ get --prefix --keys-only /unirdma/v1/gids/)" ]
+	checks_result
+}
+
 # qpn_of VRNIC HOST: the QPN of the first QP of VRNIC on HOST (vrnic show)
 qpn_of() { on "$2" --json vrnic show "$1" | jq_py "d['vrnic']['qp_list'][0]['qpn'] if d['vrnic']['qp_list'] else ''"; }
 
@@ -544,5 +570,6 @@ add_case peers case_peers
 add_case peers_alone case_peers_alone
 add_case hostile_values case_hostile_values
 add_case self_heal case_self_heal
+add_case many case_many
 add_case start_without_etcd case_start_without_etcd
 run_cases "$@"
