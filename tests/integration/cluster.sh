@@ -358,6 +358,38 @@ case_many() {
 	checks_result
 }
 
+# several endpoints: the first that answers is used
+case_endpoints() {
+	cl_net
+	local good=$ETCD_URL
+	ETCD_URL="http://$ETCD_IP:2390,$good"   # nothing listens on 2390
+	host_start A 1
+	ETCD_URL=$good
+	host_start B 2
+	check "A joined through the second endpoint" host_known B A
+	check "cluster lists both endpoints" grep -q "http://$ETCD_IP:2390,$good" <(on A cluster)
+	checks_result
+}
+
+# bad options are refused at start with a clear message
+case_options() {
+	require_build
+	local st out
+	st=$(mktemp -d /tmp/unirdma-state.XXXXXX) || die "mktemp failed"
+	CL_STATES+=("$st")
+	trap cl_cleanup EXIT
+	out=$(timeout 10 "$UNIRDMAD" --state-dir "$st" --foreground --metrics off --cluster ftp://x 2>&1)
+	check "--cluster ftp://x is refused" [ $? = 1 ]
+	say "  $out" | tail -n 1
+	check "with a message" grep -q "http(s):// URLs" <<<"$out"
+	out=$(timeout 10 "$UNIRDMAD" --state-dir "$st" --foreground --metrics off --cluster http://127.0.0.1:1 --host-name ext-1 2>&1)
+	check "--host-name ext-1 is refused" [ $? = 1 ]
+	check "with a message" grep -q "host name 'ext-1'" <<<"$out"
+	out=$(timeout 10 "$UNIRDMAD" --state-dir "$st" --foreground --metrics off --cluster http://127.0.0.1:1 --host-name 'a/b' 2>&1)
+	check "--host-name a/b is refused" [ $? = 1 ]
+	checks_result
+}
+
 # qpn_of VRNIC HOST: the QPN of the first QP of VRNIC on HOST (vrnic show)
 qpn_of() { on "$2" --json vrnic show "$1" | jq_py "d['vrnic']['qp_list'][0]['qpn'] if d['vrnic']['qp_list'] else ''"; }
 
@@ -571,5 +603,7 @@ add_case peers_alone case_peers_alone
 add_case hostile_values case_hostile_values
 add_case self_heal case_self_heal
 add_case many case_many
+add_case endpoints case_endpoints
+add_case options case_options
 add_case start_without_etcd case_start_without_etcd
 run_cases "$@"
