@@ -16,6 +16,7 @@ pkgs=(
 	strace valgrind python3          # test tooling
 	qemu-system-x86 busybox-static cpio # VM tests: QEMU guests (tests/vm/); the kernel: see below
 	gnuplot-nox fonts-dejavu-core ucx-utils # bench/: the report's plots and their font; UCX's ucx_perftest
+	iptables libnetfilter-queue-dev nftables etcd-server etcd-client # multi-host tests: roce_relay (NFQUEUE), loss rules, the directory
 )
 
 # The VM tests' guest kernel comes from linux-image-amd64, fetched with
