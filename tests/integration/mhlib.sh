@@ -45,6 +45,17 @@
 #   mh_kill K                    SIGKILL host K's daemon
 #   mh_relay ARGS...             tests/tools/roce_relay on host 1's egress
 #   mh_cleanup                   everything (the EXIT trap of mh_setup)
+#   mh_capture start|stop        tshark on br0 (UDP 4791) into $MH_TMP/underlay.pcap
+#   mh_pcap_check FILE           no malformed frame; ICRCs checked where a checker is
+#   kernel-rxe guests (tests/vm/build-rxe-image.sh):
+#   mh_rxe_prepare               build/find the image, or skip
+#   mh_rxe_boot NAME ADDR SCRIPT [TENANT LAN_ADDR ROUTES...]
+#                                boot a guest: NIC 1 on br0 at ADDR/24 with rxe0
+#                                on it, NIC 2 (when TENANT) on TENANT's LAN at
+#                                LAN_ADDR/32 with /32 routes to ROUTES
+#   mh_rxe_wait NAME TEXT SECS   wait for a console line with TEXT
+#   mh_rxe_finish NAME SECS      wait for power-off, print the console, return
+#                                the code of the guest's script
 #
 # Everything lives under one tmp dir ($MH_TMP); mh_setup sets the traps that
 # remove it all, also on failure or interrupt.
@@ -88,7 +99,7 @@ mh_setup() {
 	require_root
 	require_build
 	require_prog ip nft flock
-	[ "$n" -ge 1 ] && [ "$n" -le 9 ] || die "mh_setup: 1 to 9 hosts"
+	[ "$n" -ge 0 ] && [ "$n" -le 9 ] || die "mh_setup: 0 to 9 hosts"
 	# one multi-host test at a time: the names are fixed
 	exec {MH_LOCK_FD}>"$MH_LOCK" || die "cannot open $MH_LOCK"
 	flock -w 60 "$MH_LOCK_FD" || die "another multi-host test holds $MH_LOCK"
@@ -332,6 +343,151 @@ mh_relay_stop() {
 	MH_RELAY_PID=
 }
 
+# ---- capture ------------------------------------------------------------------
+
+MH_TSHARK_PID=
+mh_capture() {
+	local i
+	case $1 in
+	start)
+		require_prog tshark
+		MH_PCAP=$MH_TMP/underlay.pcap
+		: >"$MH_TMP/tshark.log"
+		ip netns exec "$MH_BR" tshark -q -i br0 -w "$MH_PCAP" -f 'udp port 4791' >"$MH_TMP/tshark.log" 2>&1 &
+		MH_TSHARK_PID=$!
+		for ((i = 0; i < 100; i++)); do
+			grep -q 'Capturing on' "$MH_TMP/tshark.log" && return 0
+			kill -0 "$MH_TSHARK_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		cat "$MH_TMP/tshark.log"
+		die "tshark did not start capturing"
+		;;
+	stop)
+		[ -n "$MH_TSHARK_PID" ] || return 0
+		sleep 0.5
+		kill -INT "$MH_TSHARK_PID" 2>/dev/null
+		wait_for_exit "$MH_TSHARK_PID" 10 || kill -KILL "$MH_TSHARK_PID" 2>/dev/null
+		wait "$MH_TSHARK_PID" 2>/dev/null
+		MH_TSHARK_PID=
+		;;
+	esac
+}
+
+# mh_pcap_check FILE: tshark dissects every UDP 4791 frame as RoCE without a
+# malformed one (rpcordma off: it calls short SEND payloads malformed); the
+# ICRC of every frame is right, by tests/tools/roce_pcapcheck when built and by
+# the shared Lua postdissector when it is there (../shared/tools/roce_icrc.lua
+# or $UNIRDMA_ICRC_LUA; optional). Prints what it found; 0 when all is well.
+mh_pcap_check() {
+	local f=$1 n roce bad lua rc=0
+	n=$(tshark -r "$f" -Y 'udp.dstport == 4791' 2>/dev/null | wc -l)
+	roce=$(tshark -r "$f" --disable-protocol rpcordma -Y 'infiniband' 2>/dev/null | wc -l)
+	bad=$(tshark -r "$f" --disable-protocol rpcordma -Y '_ws.malformed || _ws.expert.severity == error' 2>/dev/null | wc -l)
+	say "  capture: $n UDP 4791 frames, $roce dissected as InfiniBand (RoCEv2), $bad malformed"
+	[ "$n" -gt 0 ] && [ "$roce" -eq "$n" ] && [ "$bad" -eq 0 ] || rc=1
+	if [ "$bad" -gt 0 ]; then
+		tshark -r "$f" --disable-protocol rpcordma -Y '_ws.malformed || _ws.expert.severity == error' 2>/dev/null |
+			head -n 5 | sed 's/^/    /'
+	fi
+	if [ -x "$BUILD/tools/roce_pcapcheck" ]; then
+		"$BUILD/tools/roce_pcapcheck" "$f" >"$f.check" 2>&1 || rc=1
+		say "  roce_pcapcheck: $(head -n 1 "$f.check")"
+	fi
+	lua=${UNIRDMA_ICRC_LUA:-$TOP/../shared/tools/roce_icrc.lua}
+	if [ -r "$lua" ]; then
+		bad=$(tshark -X "lua_script:$lua" --disable-protocol rpcordma -r "$f" -Y 'roce_icrc.ok == 0' 2>/dev/null | wc -l)
+		n=$(tshark -X "lua_script:$lua" --disable-protocol rpcordma -r "$f" -Y 'roce_icrc.ok == 1' 2>/dev/null | wc -l)
+		say "  roce_icrc.lua: $n frames with a right ICRC, $bad wrong"
+		[ "$bad" -eq 0 ] && [ "$n" -gt 0 ] || rc=1
+	fi
+	return "$rc"
+}
+
+# ---- kernel-rxe guests --------------------------------------------------------
+
+MH_QEMU=${UNIRDMA_QEMU:-qemu-system-x86_64}
+MH_RXE_APPEND="console=ttyS0 quiet panic=-1 tsc=reliable mitigations=off transparent_hugepage=never"
+MH_RXE_SEQ=0
+declare -A MH_RXE_DIR MH_RXE_PID
+
+mh_rxe_prepare() {
+	local out rc
+	command -v "$MH_QEMU" >/dev/null || skip "$MH_QEMU is not installed (qemu-system-x86)"
+	out=$("$TOP/tests/vm/build-rxe-image.sh" --build "$BUILD" --quiet 2>&1)
+	rc=$?
+	case $rc in
+	0) MH_RXE_IMAGE=$(printf '%s\n' "$out" | tail -n 1) ;;
+	77) skip "no rxe guest image: $(printf '%s\n' "$out" | tail -n 1)" ;;
+	*) printf '%s\n' "$out"; die "tests/vm/build-rxe-image.sh failed" ;;
+	esac
+}
+
+# mh_rxe_boot NAME ADDR SCRIPT [TENANT LAN_ADDR ROUTES...]
+mh_rxe_boot() {
+	local name=$1 addr=$2 script=$3 d n=$((MH_RXE_SEQ++)) lan=() tl
+	shift 3
+	d=$MH_TMP/rxe-$name
+	mkdir -p "$d/root/urd"
+	printf '#!/bin/sh\n%s\n' "$script" >"$d/root/urd/run.sh"
+	chmod 755 "$d/root/urd/run.sh"
+	printf 'UL_ADDR=%s/24\nUL_MTU=%s\n' "$addr" "$MH_MTU" >"$d/root/urd/env"
+	ip -n "$MH_BR" tuntap add dev "rxu$n" mode tap || die "tap for guest $name failed"
+	ip -n "$MH_BR" link set "rxu$n" mtu "$MH_MTU" master br0 up
+	if [ $# -ge 2 ]; then
+		tl=urdmh-tl-$1
+		[ -e "/run/netns/$tl" ] || die "mh_rxe_boot: no LAN of tenant $1 (mh_tenant_lan first)"
+		printf 'LAN_ADDR=%s\nLAN_ROUTES="%s"\n' "$2" "${*:3}" >>"$d/root/urd/env"
+		# NIC 2's tap sits on a bridge of its own in $MH_BR, linked to the LAN
+		ip -n "$MH_BR" link add "brl$n" up type bridge
+		ip -n "$MH_BR" tuntap add dev "rxl$n" mode tap
+		ip -n "$MH_BR" link set "rxl$n" master "brl$n" up
+		ip -n "$MH_BR" link add "lnk$n" type veth peer name "g$n" netns "$tl"
+		ip -n "$MH_BR" link set "lnk$n" master "brl$n" up
+		ip -n "$tl" link set "g$n" master br0 up
+		lan=(-netdev "tap,id=n1,ifname=rxl$n,script=no,downscript=no"
+			-device "virtio-net-pci,netdev=n1,romfile=,mac=52:54:00:78:01:$(printf '%02x' "$n")")
+	fi
+	(cd "$d/root" && printf 'urd\nurd/run.sh\nurd/env\n' | cpio -o -H newc -R 0:0 --quiet) >"$d/run.cpio"
+	cat "$MH_RXE_IMAGE/base.cpio" "$d/run.cpio" >"$d/initrd"
+	: >"$d/console"
+	MH_RXE_DIR[$name]=$d
+	say "+ rxe guest $name at $addr$([ ${#lan[@]} -gt 0 ] && echo ", LAN $2"); its script:"
+	sed 's/^/  > /' "$d/root/urd/run.sh" | tail -n +2
+	ip netns exec "$MH_BR" "$MH_QEMU" -nodefaults -no-user-config -display none -no-reboot -smp 1 \
+		-accel tcg -m 512M -kernel "$MH_RXE_IMAGE/vmlinux" -initrd "$d/initrd" -append "$MH_RXE_APPEND" \
+		-netdev "tap,id=n0,ifname=rxu$n,script=no,downscript=no" \
+		-device "virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:78:00:$(printf '%02x' "$n")" \
+		"${lan[@]}" -serial "file:$d/console" >"$d/qemu.out" 2>&1 &
+	MH_RXE_PID[$name]=$!
+	SERVER_PIDS+=("$!")
+}
+
+mh_rxe_wait() {
+	local name=$1 text=$2 i d=${MH_RXE_DIR[$1]}
+	for ((i = 0; i < $3 * 10; i++)); do
+		grep -q -- "$text" "$d/console" 2>/dev/null && return 0
+		kill -0 "${MH_RXE_PID[$name]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q -- "$text" "$d/console" 2>/dev/null
+}
+
+mh_rxe_finish() {
+	local name=$1 d=${MH_RXE_DIR[$1]} p=${MH_RXE_PID[$1]} rc
+	if ! wait_for_exit "$p" "$2"; then
+		say "guest $name still running after $2 s: killed"
+		kill -KILL "$p" 2>/dev/null
+	fi
+	wait "$p" 2>/dev/null
+	say "--- guest $name's console ---"
+	tr -d '\r' <"$d/console" | sed 's/^/  | /'
+	[ -s "$d/qemu.out" ] && sed 's/^/  qemu| /' "$d/qemu.out"
+	rc=$(tr -d '\r' <"$d/console" | sed -n 's/^URD-EXIT \([0-9]*\)$/\1/p' | tail -n 1)
+	[ -n "$rc" ] || { say "guest $name never reported its script's exit code"; return 1; }
+	return "$rc"
+}
+
 # mh_pair [-p PORT] [--persistent] A VRA SCMD B VRB CCMD: run_pair across hosts:
 # the server in a container of VRA on host A, the client of VRB on host B.
 mh_pair() {
@@ -452,6 +608,7 @@ mh_cleanup() {
 		wait_for_exit "$pid" 5 || kill -KILL "$pid" 2>/dev/null
 	done
 	mh_relay_stop
+	mh_capture stop
 	if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
 		mh_daemons_report
 	fi
