@@ -52,6 +52,48 @@ retry ib_write_bw -d rxe0 -x 1 -F -n 200 $GUEST"
 }
 add_case rxe_selfcheck rxe_selfcheck
 
+# rxe_lan: the guest's two NICs without RDMA: TCP both ways between the guest
+# (NIC 2, 10.78.0.201) and a container on host 1 over tenant t1's LAN, the
+# guest's source address right; the guest reaches host 1's ul0 over NIC 1.
+# Needs a daemon (for the container), not the wire.
+rxe_lan() {
+	local script spid out=$WORK/lan.server sum pidf=$WORK/lan.pid i
+	mh_setup 1
+	mh_rxe_prepare
+	mh_daemon 1 || return 1
+	mh_vrnic 1 1
+	# a second vRNIC for the second container: each container of a vRNIC has
+	# its address, two at once would be two hosts with one address on the LAN
+	mh_vrnic 1 2
+	mh_tenant_lan t1
+	mh_container 1 --pidfile "$pidf" h1v1 -- python3 "$TOP/tests/netsim/netprobe.py" tcpserve 18601 50000 >"$out" 2>&1 &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	for ((i = 0; i < 200; i++)); do
+		[ -s "$pidf" ] && listening "$(cat "$pidf")" 18601 && break
+		sleep 0.05
+	done
+	script="echo URD-LISTEN
+nc -l -p 18600 >/tmp/got </dev/null; echo \"got \$(wc -c </tmp/got) sha256 \$(sha256sum </tmp/got | cut -d' ' -f1)\"
+head -c 50000 /dev/urandom >/tmp/d; echo \"sent sha256 \$(sha256sum </tmp/d | cut -d' ' -f1)\"
+echo \"answer \$(nc -w 10 $(mh_ip 1 1) 18601 </tmp/d)\"
+ping -c 2 -W 2 $MH_NET.1 >/dev/null && echo URD-UNDERLAY-OK"
+	mh_rxe_boot rxe "$GUEST" "$script" t1 "$GUEST_LAN" "$(mh_ip 1 1)" "$(mh_ip 1 2)"
+	mh_rxe_wait rxe URD-LISTEN 60 || { mh_rxe_finish rxe 1; die "the guest did not come up"; }
+	sum=$(mh_container 1 h1v2 -- python3 "$TOP/tests/netsim/netprobe.py" tcpput "$GUEST_LAN" 18600 100000 | awk '{ print $2 }')
+	mh_rxe_finish rxe 60
+	local con=${MH_RXE_DIR[rxe]}/console
+	check "container -> guest over the LAN: 100000 bytes intact" grep -q "got 100000 sha256 $sum" "$con"
+	wait_for_exit "$spid" 10
+	sed 's/^/  | /' "$out"
+	check "guest -> container: the container saw the guest's LAN address" grep -q "served 50000 bytes from $GUEST_LAN" "$out"
+	check "and answered the digest of what the guest sent" \
+		test "$(sed -n 's/^sent sha256 //p' "$con" | tr -d '\r')" = "$(sed -n 's/^answer //p' "$con" | tr -d '\r')"
+	check "the guest reaches host 1's ul0 over NIC 1" grep -q URD-UNDERLAY-OK "$con"
+	checks_result
+}
+add_case rxe_lan rxe_lan
+
 # interop_setup: host 1's daemon on the underlay, vRNIC h1v1, tenant LAN t1,
 # the guest admitted as an external peer of t1.
 interop_setup() {

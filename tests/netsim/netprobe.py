@@ -12,8 +12,10 @@ reordering, duplicates), and a TCP transfer checked end to end.
 A late datagram is one whose number is below the highest seen before it.
 Each datagram is padded to 256 bytes; the receiver checks the padding.
 
-  netprobe.py tcpserve PORT                 accepts one connection, reads to
-                                            its end, answers the SHA-256
+  netprobe.py tcpserve PORT [BYTES]         accepts one connection, reads to
+                                            its end (or BYTES), answers the SHA-256
+  netprobe.py tcpput HOST PORT BYTES        sends BYTES random bytes, closes,
+                                            prints "sha256 HEX" of them
   netprobe.py tcpsend HOST PORT BYTES       sends BYTES random bytes, checks
                                             the answer: "tcp ok N bytes"
 """
@@ -72,7 +74,7 @@ def recv(port, quiet_s):
           (received, len(seen), dups, late, top, bad))
 
 
-def tcpserve(port):
+def tcpserve(port, limit):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("0.0.0.0", port))
@@ -82,8 +84,8 @@ def tcpserve(port):
     c.settimeout(30)
     h = hashlib.sha256()
     n = 0
-    while True:
-        d = c.recv(65536)
+    while limit is None or n < limit:
+        d = c.recv(65536 if limit is None else min(65536, limit - n))
         if not d:
             break
         h.update(d)
@@ -91,6 +93,21 @@ def tcpserve(port):
     c.sendall(h.hexdigest().encode())
     c.close()
     print("tcp served %d bytes from %s" % (n, peer[0]))
+
+
+def tcpput(host, port, count):
+    data = os.urandom(count)
+    for attempt in range(60):
+        try:
+            c = socket.create_connection((host, port), timeout=30)
+            break
+        except OSError:
+            if attempt == 59:
+                raise
+            time.sleep(1)
+    c.sendall(data)
+    c.close()
+    print("sha256 %s" % hashlib.sha256(data).hexdigest())
 
 
 def tcpsend(host, port, count):
@@ -116,8 +133,10 @@ if __name__ == "__main__":
              int(sys.argv[5]) if len(sys.argv) > 5 else 0)
     elif len(sys.argv) == 4 and sys.argv[1] == "recv":
         recv(int(sys.argv[2]), float(sys.argv[3]))
-    elif len(sys.argv) == 3 and sys.argv[1] == "tcpserve":
-        tcpserve(int(sys.argv[2]))
+    elif len(sys.argv) in (3, 4) and sys.argv[1] == "tcpserve":
+        tcpserve(int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) == 4 else None)
+    elif len(sys.argv) == 5 and sys.argv[1] == "tcpput":
+        tcpput(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif len(sys.argv) == 5 and sys.argv[1] == "tcpsend":
         tcpsend(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
