@@ -13,10 +13,11 @@ pkgs=(
 	libmicrohttpd-dev                # the daemon's Prometheus metrics endpoint
 	ibverbs-utils perftest qperf     # unmodified verbs programs the tests and the demo run
 	iproute2 util-linux procps       # ip, unshare/nsenter, ps: containers and their network
+	iptables nftables libnetfilter-queue-dev # multi-host tests: roce_relay (NFQUEUE), loss rules (tests/integration/mhlib.sh)
 	strace valgrind python3          # test tooling
 	qemu-system-x86 busybox-static cpio # VM tests: QEMU guests (tests/vm/); the kernel: see below
 	gnuplot-nox fonts-dejavu-core ucx-utils # bench/: the report's plots and their font; UCX's ucx_perftest
-	iptables libnetfilter-queue-dev nftables etcd-server etcd-client # multi-host tests: roce_relay (NFQUEUE), loss rules, the directory
+	tshark                           # RoCEv2 captures dissected and checked (tests/integration/roce_wire.sh)
 )
 
 # The VM tests' guest kernel comes from linux-image-amd64, fetched with
