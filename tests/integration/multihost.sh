@@ -190,6 +190,13 @@ wire_setup() {
 	mh_vrnic 2 1
 	mh_tenant_lan t1
 	SRV=$(mh_ip 1 1)
+	mh_capture start
+}
+
+# wire_capture_ok: the underlay carried the case's RoCE, clean (mh_pcap_check)
+wire_capture_ok() {
+	mh_capture stop
+	check "the traffic crossed the underlay as clean RoCEv2" mh_pcap_check "$MH_PCAP"
 }
 
 # pp PROG OPTIONS...: PROG as server on host 1 and client on host 2.
@@ -199,6 +206,7 @@ pp() {
 	wire_setup || return 1
 	mh_pair 1 h1v1 "$prog $*" 2 h2v1 "$prog $* $SRV" || return 1
 	check "the client's last line reports the iterations" grep -Eq 'iters in [0-9.]+ seconds' "$PAIR_CLIENT_OUT"
+	wire_capture_ok
 	checks_result
 }
 for prog in ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
@@ -231,6 +239,7 @@ perf() {
 	wire_setup || return 1
 	mh_pair 1 h1v1 "$prog -F -x 0 $*" 2 h2v1 "$prog -F -x 0 $* $SRV" || return 1
 	check "the client reports non-zero $kind figures" results_ok "$PAIR_CLIENT_OUT" "$kind"
+	wire_capture_ok
 	checks_result
 }
 for prog in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
