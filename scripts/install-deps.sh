@@ -15,6 +15,7 @@ pkgs=(
 	etcd-server etcd-client          # cluster tests: etcd v3 and etcdctl
 	ibverbs-utils perftest qperf     # unmodified verbs programs the tests and the demo run
 	iproute2 util-linux procps       # ip, unshare/nsenter, ps: containers and their network
+	iptables nftables libnetfilter-queue-dev # multi-host tests: roce_relay (NFQUEUE), loss rules (tests/integration/mhlib.sh)
 	strace valgrind python3          # test tooling
 	qemu-system-x86 busybox-static cpio # VM tests: QEMU guests (tests/vm/); the kernel: see below
 	gnuplot-nox fonts-dejavu-core ucx-utils # bench/: the report's plots and their font; UCX's ucx_perftest

@@ -1,0 +1,357 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# multihost.sh: several unirdma hosts (network namespaces on one underlay
+# bridge, tests/integration/mhlib.sh has the topology).
+#
+# net_*     the test infrastructure on its own: the underlay, the tenant LAN
+#           between containers of two hosts, loss, link down/up, the
+#           reorder/duplicate relay, etcd. They need no wire.
+# wire_*    verbs traffic between containers on two hosts over RoCEv2:
+#           pingpongs (data checked with -c), perftest, qperf, loss, link
+#           down, a killed daemon, jumbo frames. They skip until unirdmad
+#           takes --underlay and --cluster (daemons find each other's GIDs in
+#           the directory, etcd).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mhlib.sh"
+
+CASE_SETUP=:
+NETPROBE="python3 $TOP/tests/netsim/netprobe.py"
+# a case's whole run stays well under tests/run-tests.sh's 120 s
+CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-60}
+
+# in_host K CMD...: CMD in host K's network namespace
+in_host() {
+	local k=$1
+	shift
+	ip netns exec "$(mh_ns "$k")" "$@"
+}
+
+# hping K IP [COUNT]: host K pings IP (busybox: Debian's iputils-ping is not a dependency)
+hping() { in_host "$1" busybox ping -c "${3:-2}" -W 2 -q "$2" >/dev/null 2>&1; }
+
+# field FILE WORD: the number after WORD in FILE's last line that has it
+field() { awk -v w="$2" '{ for (i = 1; i < NF; i++) if ($i == w) v = $(i + 1) } END { print v + 0 }' "$1"; }
+
+between() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
+
+# udp_burst FROM TO_IP PORT COUNT GAP_US OUT: a receiver in the namespace
+# that has TO_IP, COUNT datagrams from host FROM; the receiver's line in OUT.
+udp_burst() {
+	local from=$1 ip=$2 port=$3 count=$4 gap=$5 out=$6 to rpid i
+	to=${ip##*.}
+	[ "$to" -lt 10 ] || to=$((to / 10))
+	in_host "$to" $NETPROBE recv "$port" 1 >"$out" 2>&1 &
+	rpid=$!
+	SERVER_PIDS+=("$rpid")
+	for ((i = 0; i < 100; i++)); do
+		grep -q listening "$out" && break
+		sleep 0.05
+	done
+	in_host "$from" $NETPROBE send "$ip" "$port" "$count" "$gap" >/dev/null || return 1
+	wait_for_exit "$rpid" 20 || { kill -TERM "$rpid"; return 1; }
+	wait "$rpid"
+	say "  $count sent from host $from to $ip:$port: $(tail -n 1 "$out")"
+}
+
+# ---- the infrastructure ---------------------------------------------------------
+
+net_underlay() {
+	mh_setup 3
+	check "host 1 pings host 2 over the underlay" hping 1 "$MH_NET.2"
+	check "host 3 pings host 1" hping 3 "$MH_NET.1"
+	check "host 2's view: hosts 1 and 3 in its neighbour table" \
+		sh -c "ip netns exec $(mh_ns 2) busybox ping -c 1 -W 2 -q $MH_NET.3 >/dev/null && ip -n $(mh_ns 2) neigh | grep -q '$MH_NET.3 '"
+	if mh_has_wire; then
+		mh_daemon 1 || return 1
+		mh_daemon 2 || return 1
+		mh_vrnic 1 1
+		mh_vrnic 2 1
+		check "host 2's unirdmad put vRNIC h2v1's address on ul0" \
+			sh -c "ip -n $(mh_ns 2) -4 addr show dev ul0 | grep -q ' $(mh_ip 2 1)/32'"
+		check "host 1 reaches vRNIC h2v1's address (10.78.0.21) on the underlay" \
+			hping 1 "$(mh_ip 2 1)"
+	else
+		say "  (unirdmad has no --underlay: vRNIC addresses on ul0 not checked)"
+	fi
+	checks_result
+}
+
+net_tenant_lan() {
+	local pidf out
+	mh_setup 2
+	# the infrastructure alone: daemons with or without the wire
+	mh_daemon 1 || return 1
+	mh_daemon 2 || return 1
+	mh_vrnic 1 1
+	mh_vrnic 2 1
+	mh_vrnic 2 2 t2
+	mh_tenant_lan t1
+	mh_pair -p 18600 1 h1v1 "$NETPROBE tcpserve 18600" 2 h2v1 "$NETPROBE tcpsend $(mh_ip 1 1) 18600 1000000" ||
+		return 1
+	check "the client's data reached host 1's container intact" grep -q 'tcp ok 1000000 bytes' "$PAIR_CLIENT_OUT"
+	check "the server saw host 2's container's address" grep -q "from $(mh_ip 2 1)\$" "$PAIR_SERVER_OUT"
+	# a container of another tenant on host 2 is on no LAN with host 1
+	out=$WORK/t2.out
+	mh_container 2 h2v2 -- $NETPROBE tcpsend "$(mh_ip 1 1)" 18601 10 >"$out" 2>&1
+	check "tenant t2's container does not reach tenant t1's LAN" test $? -ne 0
+	sed 's/^/  | /' "$out" | tail -n 2
+	checks_result
+}
+
+net_loss() {
+	local out=$WORK/loss d r dropped
+	mh_setup 2
+	out=$MH_TMP/loss
+	udp_burst 1 "$MH_NET.2" 4791 2000 50 "$out.0" || return 1
+	check "no loss rule: all 2000 arrive" test "$(field "$out.0" received)" -eq 2000
+	mh_loss 10
+	udp_burst 1 "$MH_NET.2" 4791 2000 50 "$out.10" || return 1
+	r=$(field "$out.10" received)
+	dropped=$(mh_loss_dropped)
+	say "  loss rule dropped $dropped"
+	# 10 % of 2000: 200, sigma 13.4; 150..250 is beyond 3.7 sigma
+	check "10 % loss: 1750..1850 of 2000 arrive (got $r)" between "$r" 1750 1850
+	check "what did not arrive is what the rule dropped" test "$((2000 - r))" -eq "$dropped"
+	check "no duplicates, nothing corrupted" test "$(field "$out.10" duplicates)" -eq 0 -a "$(field "$out.10" bad)" -eq 0
+	udp_burst 1 "$MH_NET.2" 4792 500 50 "$out.other" || return 1
+	check "other UDP ports are not dropped" test "$(field "$out.other" received)" -eq 500
+	mh_loss 0
+	udp_burst 1 "$MH_NET.2" 4791 500 50 "$out.off" || return 1
+	check "loss off again: all 500 arrive" test "$(field "$out.off" received)" -eq 500
+	checks_result
+}
+
+net_link() {
+	mh_setup 2
+	check "host 1 reaches host 2" hping 1 "$MH_NET.2" 1
+	mh_link 2 down
+	check "host 2's port down: host 1 does not reach it" sh -c "! ip netns exec $(mh_ns 1) busybox ping -c 2 -W 1 -q $MH_NET.2 >/dev/null"
+	mh_link 2 up
+	check "port up again: host 1 reaches host 2 within 5 s" \
+		in_host 1 sh -c "for i in 1 2 3 4 5; do busybox ping -c 1 -W 1 -q $MH_NET.2 >/dev/null && exit 0; done; exit 1"
+	checks_result
+}
+
+net_relay() {
+	local out st seen reord dup
+	mh_setup 2
+	[ -x "$MH_RELAY" ] || skip "$MH_RELAY is not built (libnetfilter-queue-dev is missing)"
+	out=$MH_TMP/relay
+	mh_relay --reorder 5 --dup 7
+	# 1 ms apart: the packet held back always has a successor within the 50 ms hold
+	udp_burst 1 "$MH_NET.2" 4791 700 1000 "$out" || return 1
+	mh_relay_stop
+	st=$MH_TMP/relay.stats
+	say "  relay: $(cat "$st")"
+	seen=$(field "$st" seen) reord=$(field "$st" reordered) dup=$(field "$st" duplicated)
+	check "the relay saw all 700" test "$seen" -eq 700
+	# the 700th is held back too, but nothing follows it: it leaves alone
+	check "it held back every 5th (139 swaps; got $reord)" test "$reord" -eq 139
+	check "it duplicated every 7th (100; got $dup)" test "$dup" -eq 100
+	check "the receiver got 800 datagrams, 700 distinct, none corrupted" \
+		test "$(field "$out" received)" -eq 800 -a "$(field "$out" unique)" -eq 700 -a "$(field "$out" bad)" -eq 0
+	check "100 of them duplicates" test "$(field "$out" duplicates)" -eq 100
+	check "139 came late (each swap makes one late)" test "$(field "$out" late)" -eq 139
+	# traffic that is not RoCE is left alone
+	udp_burst 1 "$MH_NET.2" 4792 100 0 "$out.other" || return 1
+	check "UDP to another port passes untouched" test "$(field "$out.other" received)" -eq 100 -a "$(field "$out.other" late)" -eq 0
+	checks_result
+}
+
+net_etcd() {
+	local e=(ip netns exec "$(mh_ns 1)" etcdctl --endpoints "$MH_ETCD_URL" --command-timeout=2s)
+	mh_setup 1 --etcd
+	check "host 1 writes to etcd over the underlay" "${e[@]}" put /urdmh/probe v1
+	check "and reads it back" sh -c "$(printf '%q ' "${e[@]}") get --print-value-only /urdmh/probe | grep -qx v1"
+	mh_etcd stop
+	check "etcd stopped: a read fails" sh -c "! $(printf '%q ' "${e[@]}") get /urdmh/probe >/dev/null 2>&1"
+	mh_etcd start
+	check "etcd restarted: the value is still there" sh -c "$(printf '%q ' "${e[@]}") get --print-value-only /urdmh/probe | grep -qx v1"
+	checks_result
+}
+
+add_case net_underlay net_underlay
+add_case net_tenant_lan net_tenant_lan
+add_case net_loss net_loss
+add_case net_link net_link
+add_case net_relay net_relay
+add_case net_etcd net_etcd
+
+# ---- verbs over the wire ---------------------------------------------------------
+
+# wire_setup [MTU]: two hosts with daemons in a cluster, vRNIC h1v1 on host 1
+# and h2v1 on host 2 (tenant t1), the tenant LAN between them.
+wire_setup() {
+	mh_need_wire
+	mh_setup 2 "${1:-1500}" --etcd
+	mh_daemon 1 || return 1
+	mh_daemon 2 || return 1
+	mh_vrnic 1 1
+	mh_vrnic 2 1
+	mh_tenant_lan t1
+	SRV=$(mh_ip 1 1)
+	mh_capture start
+}
+
+# wire_capture_ok: the underlay carried the case's RoCE, clean (mh_pcap_check)
+wire_capture_ok() {
+	mh_capture stop
+	check "the traffic crossed the underlay as clean RoCEv2" mh_pcap_check "$MH_PCAP"
+}
+
+# pp PROG OPTIONS...: PROG as server on host 1 and client on host 2.
+pp() {
+	local prog=$1
+	shift
+	wire_setup || return 1
+	mh_pair 1 h1v1 "$prog $*" 2 h2v1 "$prog $* $SRV" || return 1
+	check "the client's last line reports the iterations" grep -Eq 'iters in [0-9.]+ seconds' "$PAIR_CLIENT_OUT"
+	wire_capture_ok
+	checks_result
+}
+for prog in ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
+	short=${prog#ibv_}
+	short=${short%_pingpong}
+	case $prog in
+	ibv_ud_pingpong) sz=1024 ;;
+	*) sz=4096 ;;
+	esac
+	add_case "wire_$short" pp "$prog" -g 0 -c -n 200 -s "$sz"
+	add_case "wire_$short-e" pp "$prog" -g 0 -c -e -n 200 -s "$sz"
+done
+
+# results_ok FILE bw|lat: perftest's result rows, every figure checked > 0
+# (as perftest.sh).
+results_ok() {
+	awk -v kind="$2" '
+		$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 4 && $3 ~ /^[0-9.]+$/ {
+			rows++
+			v = (kind == "bw") ? $NF : (NF >= 6 ? $6 : $3)
+			if (v + 0 <= 0) { bad++; print "  zero figure in: " $0 }
+		}
+		END { if (!rows) print "  no result rows"; exit !(rows && !bad) }' "$1"
+}
+perf() {
+	local prog=$1 kind
+	shift
+	require_prog "$prog"
+	case $prog in *_bw) kind=bw ;; *) kind=lat ;; esac
+	wire_setup || return 1
+	mh_pair 1 h1v1 "$prog -F -x 0 $*" 2 h2v1 "$prog -F -x 0 $* $SRV" || return 1
+	check "the client reports non-zero $kind figures" results_ok "$PAIR_CLIENT_OUT" "$kind"
+	wire_capture_ok
+	checks_result
+}
+for prog in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
+	case $prog in *_bw) n=500 ;; *) n=200 ;; esac
+	add_case "wire_$prog" perf "$prog" -n "$n"
+	case $prog in ib_atomic_*) ;; *) add_case "wire_$prog-a" perf "$prog" -a -n 10 ;; esac
+	case $prog in *_bw) add_case "wire_$prog-q4" perf "$prog" -q 4 -n "$n" ;; esac
+done
+
+wire_qperf() {
+	require_prog qperf
+	wire_setup || return 1
+	mh_pair -p 19765 --persistent 1 h1v1 qperf 2 h2v1 "qperf $SRV -t 2 rc_bw rc_lat ud_bw ud_lat rc_rdma_write_bw rc_rdma_read_lat" ||
+		return 1
+	check "qperf gave figures and no error" sh -c "! grep -Eiq 'error|fail|timed out' '$PAIR_CLIENT_OUT' && [ \$(grep -c ' = ' '$PAIR_CLIENT_OUT') -ge 6 ]"
+	check "no zero figure" sh -c "! awk '\$2 == \"=\" && \$3 + 0 <= 0' '$PAIR_CLIENT_OUT' | grep -q ."
+	checks_result
+}
+add_case wire_qperf wire_qperf
+
+# wire_loss PCT: RC and UD... RC with data checking (-c) through PCT % loss.
+wire_loss() {
+	wire_setup || return 1
+	mh_loss "$1"
+	mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -c -n 300 -s 8192" 2 h2v1 "ibv_rc_pingpong -g 0 -c -n 300 -s 8192 $SRV" ||
+		return 1
+	check "the loss rule dropped RoCE packets ($(mh_loss_dropped))" test "$(mh_loss_dropped)" -gt 0
+	checks_result
+}
+add_case wire_loss1 wire_loss 1
+add_case wire_loss10 wire_loss 10
+
+wire_reorder() {
+	wire_setup || return 1
+	[ -x "$MH_RELAY" ] || skip "$MH_RELAY is not built (libnetfilter-queue-dev is missing)"
+	mh_relay --reorder 5 --dup 7
+	mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -c -n 300 -s 8192" 2 h2v1 "ibv_rc_pingpong -g 0 -c -n 300 -s 8192 $SRV" ||
+		return 1
+	mh_relay_stop
+	say "  relay: $(cat "$MH_TMP/relay.stats")"
+	check "the relay reordered and duplicated host 1's packets" \
+		test "$(field "$MH_TMP/relay.stats" reordered)" -gt 0 -a "$(field "$MH_TMP/relay.stats" duplicated)" -gt 0
+	checks_result
+}
+add_case wire_reorder wire_reorder
+
+# wire_linkdown SECONDS WANT: host 2's port goes down for SECONDS in the middle
+# of a pingpong; WANT pass (shorter than the retry window: ibv_rc_pingpong's
+# timeout 14 = 67 ms, retry_cnt 7) or fail (longer: retry exceeded).
+wire_linkdown() {
+	local secs=$1 want=$2 cpid
+	wire_setup || return 1
+	mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -c -n 20000 -s 1024" 2 h2v1 "ibv_rc_pingpong -g 0 -c -n 20000 -s 1024 $SRV" &
+	cpid=$!
+	sleep 2
+	mh_link 2 down
+	sleep "$secs"
+	mh_link 2 up
+	wait "$cpid"
+	local rc=$?
+	if [ "$want" = pass ]; then
+		check "a ${secs}s outage inside the retry window: the pingpong completes" test "$rc" -eq 0
+	else
+		check "a ${secs}s outage: the pingpong fails" test "$rc" -ne 0
+		check "with retry exceeded, not a hang" \
+			sh -c "grep -hEiq 'retry' $WORK/pair*.out"
+		check "neither side was left to the timeout" sh -c "! grep -hq 'still running' $WORK/pair*.out"
+	fi
+	checks_result
+}
+add_case wire_linkdown_short wire_linkdown 0.05 pass
+add_case wire_linkdown_long wire_linkdown 5 fail
+
+# wire_daemon_killed: host 2's daemon is SIGKILLed mid-pingpong; the server
+# on host 1 must end with a retry-exceeded error within the retry window.
+wire_daemon_killed() {
+	local spid out=$WORK/killed.server pidf=$WORK/killed.pid i t0
+	wire_setup || return 1
+	mh_container 1 --pidfile "$pidf" h1v1 -- $LINEBUF ibv_rc_pingpong -g 0 -n 1000000 -s 1024 >"$out" 2>&1 &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	for ((i = 0; i < 300; i++)); do
+		[ -s "$pidf" ] && listening "$(cat "$pidf")" 18515 && break
+		sleep 0.05
+	done
+	mh_container 2 h2v1 -- ibv_rc_pingpong -g 0 -n 1000000 -s 1024 "$SRV" >"$WORK/killed.client" 2>&1 &
+	SERVER_PIDS+=("$!")
+	sleep 2
+	mh_kill 2
+	t0=$SECONDS
+	if wait_for_exit "$spid" 30; then
+		wait "$spid"
+		check "host 1's side failed" test $? -ne 0
+	else
+		hang_report "$(cat "$pidf")"
+		check "host 1's side ended within 30 s of the kill" false
+	fi
+	sed 's/^/  | /' "$out" | tail -n 5
+	check "with a retry-exceeded completion" grep -Eiq 'retry' "$out"
+	say "  ended $((SECONDS - t0)) s after the kill"
+	checks_result
+}
+add_case wire_daemon_killed wire_daemon_killed
+
+wire_jumbo() {
+	wire_setup 9000 || return 1
+	mh_container 1 h1v1 -- ibv_devinfo -v >"$WORK/devinfo" 2>&1
+	check "the vRNIC's active MTU is 4096 on a 9000-byte underlay" grep -Eq 'active_mtu:\s*4096' "$WORK/devinfo"
+	mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -c -m 4096 -n 200 -s 65536" 2 h2v1 "ibv_rc_pingpong -g 0 -c -m 4096 -n 200 -s 65536 $SRV" ||
+		return 1
+	checks_result
+}
+add_case wire_jumbo wire_jumbo
+
+run_cases "$@"

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# rxe_interop.sh: unirdma's wire against Linux's own SoftRoCE (rdma_rxe) in a
+# QEMU TCG guest (tests/vm/build-rxe-image.sh) with rdma-core's unmodified
+# programs, on the multi-host underlay of mhlib.sh.  The guest's NIC 1 is on
+# br0 at 10.78.0.200 (rxe0 on it, RoCEv2 GID index 1); its NIC 2 is on tenant
+# t1's LAN at 10.78.0.201 with a /32 route to the container's address, so the
+# programs' TCP exchange goes over the LAN and RoCE over the underlay.  The
+# underlay is captured with tshark and checked (mhlib.sh mh_pcap_check).
+#
+# rxe_selfcheck   the harness alone: two rxe guests (10.78.0.200 and .202)
+#                 run ibv_rc_pingpong -c and ib_write_bw over br0; the capture
+#                 must be clean RoCEv2.  No unirdma involved.
+# rxe_*           a container of vRNIC h1v1 (10.78.0.11, host 1, --underlay
+#                 ul0) against the guest, each side once as server and once as
+#                 client.  They skip until the daemon has the wire and
+#                 `unirdma peer admit` (the guest as an external peer of t1).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mhlib.sh"
+
+CASE_SETUP=:
+GUEST=10.78.0.200
+GUEST_LAN=10.78.0.201
+# retry CMD...: shell text that runs CMD until it connects (a server that is
+# not listening yet: the guest is slow under TCG), at most 30 times
+RETRY='retry() { i=0; while :; do "$@" >/tmp/retry.out 2>&1; rc=$?; cat /tmp/retry.out; grep -Eq "Couldn.t connect|Connection refused|Unable to open file descriptor" /tmp/retry.out || return $rc; i=$((i + 1)); [ $i -lt 30 ] || return $rc; echo "(not listening yet: retry $i)"; sleep 1; done; }'
+
+rxe_selfcheck() {
+	local a b rc
+	mh_setup 0
+	mh_rxe_prepare
+	mh_capture start
+	a="echo URD-LISTEN
+ibv_rc_pingpong -d rxe0 -g 1 -c -n 20 -s 4096; echo \"URD-CMD-EXIT \$?\"
+ib_write_bw -d rxe0 -x 1 -F -n 200; echo \"URD-CMD-EXIT \$?\""
+	b="$RETRY
+retry ibv_rc_pingpong -d rxe0 -g 1 -c -n 20 -s 4096 $GUEST || exit 1
+sleep 1
+retry ib_write_bw -d rxe0 -x 1 -F -n 200 $GUEST"
+	mh_rxe_boot srv "$GUEST" "$a"
+	mh_rxe_boot cli 10.78.0.202 "$b"
+	mh_rxe_finish cli 120
+	rc=$?
+	mh_rxe_finish srv 20
+	check "the client guest's programs succeeded" test "$rc" -eq 0
+	check "the server guest's pingpong and ib_write_bw succeeded" \
+		test "$(tr -d '\r' <"${MH_RXE_DIR[srv]}/console" | grep -c '^URD-CMD-EXIT 0$')" -eq 2
+	check "the pingpong checked its data (-c) and finished" grep -q '20 iters in' "${MH_RXE_DIR[cli]}/console"
+	mh_capture stop
+	check "the underlay capture is clean RoCEv2" mh_pcap_check "$MH_PCAP"
+	checks_result
+}
+add_case rxe_selfcheck rxe_selfcheck
+
+# rxe_lan: the guest's two NICs without RDMA: TCP both ways between the guest
+# (NIC 2, 10.78.0.201) and a container on host 1 over tenant t1's LAN, the
+# guest's source address right; the guest reaches host 1's ul0 over NIC 1.
+# Needs a daemon (for the container), not the wire.
+rxe_lan() {
+	local script spid out=$WORK/lan.server sum pidf=$WORK/lan.pid i
+	mh_setup 1
+	mh_rxe_prepare
+	mh_daemon 1 || return 1
+	mh_vrnic 1 1
+	# a second vRNIC for the second container: each container of a vRNIC has
+	# its address, two at once would be two hosts with one address on the LAN
+	mh_vrnic 1 2
+	mh_tenant_lan t1
+	mh_container 1 --pidfile "$pidf" h1v1 -- python3 "$TOP/tests/netsim/netprobe.py" tcpserve 18601 50000 >"$out" 2>&1 &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	for ((i = 0; i < 200; i++)); do
+		[ -s "$pidf" ] && listening "$(cat "$pidf")" 18601 && break
+		sleep 0.05
+	done
+	script="echo URD-LISTEN
+nc -l -p 18600 >/tmp/got </dev/null; echo \"got \$(wc -c </tmp/got) sha256 \$(sha256sum </tmp/got | cut -d' ' -f1)\"
+head -c 50000 /dev/urandom >/tmp/d; echo \"sent sha256 \$(sha256sum </tmp/d | cut -d' ' -f1)\"
+echo \"answer \$(nc -w 10 $(mh_ip 1 1) 18601 </tmp/d)\"
+ping -c 2 -W 2 $MH_NET.1 >/dev/null && echo URD-UNDERLAY-OK"
+	mh_rxe_boot rxe "$GUEST" "$script" t1 "$GUEST_LAN" "$(mh_ip 1 1)" "$(mh_ip 1 2)"
+	mh_rxe_wait rxe URD-LISTEN 60 || { mh_rxe_finish rxe 1; die "the guest did not come up"; }
+	sum=$(mh_container 1 h1v2 -- python3 "$TOP/tests/netsim/netprobe.py" tcpput "$GUEST_LAN" 18600 100000 | awk '{ print $2 }')
+	mh_rxe_finish rxe 60
+	local con=${MH_RXE_DIR[rxe]}/console
+	check "container -> guest over the LAN: 100000 bytes intact" grep -q "got 100000 sha256 $sum" "$con"
+	wait_for_exit "$spid" 10
+	sed 's/^/  | /' "$out"
+	check "guest -> container: the container saw the guest's LAN address" grep -q "served 50000 bytes from $GUEST_LAN" "$out"
+	check "and answered the digest of what the guest sent" \
+		test "$(sed -n 's/^sent sha256 //p' "$con" | tr -d '\r')" = "$(sed -n 's/^answer //p' "$con" | tr -d '\r')"
+	check "the guest reaches host 1's ul0 over NIC 1" grep -q URD-UNDERLAY-OK "$con"
+	checks_result
+}
+add_case rxe_lan rxe_lan
+
+# interop_setup: host 1's daemon on the underlay, vRNIC h1v1, tenant LAN t1,
+# the guest admitted as an external peer of t1.
+interop_setup() {
+	mh_has_wire || skip "unirdmad has no --underlay yet (the wire, issue 11)"
+	mh_setup 1
+	"$UNIRDMA" peer admit --help >/dev/null 2>&1 ||
+		skip "unirdma has no 'peer admit' yet (the directory, issue 11): the daemon would drop the guest's packets"
+	mh_rxe_prepare
+	mh_daemon 1 || return 1
+	mh_vrnic 1 1
+	mh_tenant_lan t1
+	mh_cli 1 peer admit "$GUEST" --tenant t1 || die "peer admit $GUEST failed"
+	mh_capture start
+}
+
+# guest_serves GUEST_CMD CONTAINER_CMD [ARGS...]: for each ARGS (one word
+# list, e.g. "-s 1024"; none: one run) the guest runs GUEST_CMD ARGS as the
+# server and the container CONTAINER_CMD ARGS GUEST_LAN as the client.
+guest_serves() {
+	local gcmd=$1 ccmd=$2 script a n=0 out rc
+	shift 2
+	[ $# -gt 0 ] || set -- ""
+	interop_setup || return 1
+	script=
+	for a in "$@"; do
+		script+="echo URD-LISTEN $n; $gcmd $a; echo \"URD-CMD-EXIT \$?\""$'\n'
+		n=$((n + 1))
+	done
+	mh_rxe_boot rxe "$GUEST" "$script" t1 "$GUEST_LAN" "$(mh_ip 1 1)"
+	n=0
+	for a in "$@"; do
+		mh_rxe_wait rxe "URD-LISTEN $n" 90 || { mh_rxe_finish rxe 1; die "the guest did not get to run $n"; }
+		out=$WORK/client$n.out
+		say "+ client in container h1v1: $ccmd $a $GUEST_LAN"
+		# shellcheck disable=SC2086 # word lists
+		timeout 120 env UNIRDMA_STATE_DIR="${MH_STATE[1]}" "$UNIRDMA" exec h1v1 -- \
+			sh -c "$RETRY; retry $ccmd $a $GUEST_LAN" >"$out" 2>&1
+		rc=$?
+		sed 's/^/  | /' "$out"
+		check "the container's client ($a) succeeded" test "$rc" -eq 0
+		n=$((n + 1))
+	done
+	mh_rxe_finish rxe 60
+	check "the guest's server ran $# times, each successful" \
+		test "$(tr -d '\r' <"${MH_RXE_DIR[rxe]}/console" | grep -c '^URD-CMD-EXIT 0$')" -eq "$#"
+	mh_capture stop
+	check "the underlay capture is clean RoCEv2" mh_pcap_check "$MH_PCAP"
+	checks_result
+}
+
+# container_serves CONTAINER_CMD GUEST_CMD [ARGS...]: the container's server,
+# the guest's client (to the container's address over the LAN).
+container_serves() {
+	local ccmd=$1 gcmd=$2 script a n=0 pidf spid rc out
+	shift 2
+	[ $# -gt 0 ] || set -- ""
+	interop_setup || return 1
+	script=$RETRY$'\n'"rc=0"$'\n'
+	for a in "$@"; do
+		script+="sleep 1; retry $gcmd $a $(mh_ip 1 1); r=\$?; echo \"URD-CMD-EXIT \$r\"; [ \$r -eq 0 ] || rc=\$r"$'\n'
+	done
+	script+='exit $rc'
+	# the container serves each run in turn
+	out=$WORK/server.out
+	pidf=$WORK/server.pid
+	# shellcheck disable=SC2016 # expanded by the container's shell
+	mh_container 1 --pidfile "$pidf" h1v1 -- sh -c 'rc=0; for a in "$@"; do $0 $a || rc=$?; done; exit $rc' \
+		"$ccmd" "$@" >"$out" 2>&1 &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	mh_rxe_boot rxe "$GUEST" "$script" t1 "$GUEST_LAN" "$(mh_ip 1 1)"
+	mh_rxe_finish rxe 150
+	rc=$?
+	check "the guest's clients succeeded" test "$rc" -eq 0
+	if wait_for_exit "$spid" 10; then
+		wait "$spid"
+		check "the container's server succeeded" test $? -eq 0
+	else
+		hang_report "$(cat "$pidf" 2>/dev/null)"
+		check "the container's server finished" false
+	fi
+	say "--- the container's server ---"
+	sed 's/^/  | /' "$out"
+	mh_capture stop
+	check "the underlay capture is clean RoCEv2" mh_pcap_check "$MH_PCAP"
+	checks_result
+}
+
+# rdma-core's ibv_*_pingpong: the guest's GID index is 1 (index 0 is fe80::),
+# the container's 0; -c checks the data.
+add_case rxe_rc_guest_server guest_serves "ibv_rc_pingpong -d rxe0 -g 1 -c -n 50 -s 4096" "ibv_rc_pingpong -g 0 -c -n 50 -s 4096"
+add_case rxe_rc_guest_client container_serves "ibv_rc_pingpong -g 0 -c -n 50 -s 4096" "ibv_rc_pingpong -d rxe0 -g 1 -c -n 50 -s 4096"
+add_case rxe_ud_guest_server guest_serves "ibv_ud_pingpong -d rxe0 -g 1 -c -n 50 -s 512" "ibv_ud_pingpong -g 0 -c -n 50 -s 512"
+add_case rxe_ud_guest_client container_serves "ibv_ud_pingpong -g 0 -c -n 50 -s 512" "ibv_ud_pingpong -d rxe0 -g 1 -c -n 50 -s 512"
+# perftest: -x GID index, -F no CPU-frequency check; several message sizes
+# around the 1024-byte active MTU of a 1500-byte link
+for p in "ib_write_bw -n 200" "ib_read_lat -n 100" "ib_atomic_bw -n 200"; do
+	name=${p%% *}
+	add_case "rxe_${name}_guest_server" guest_serves "$p -d rxe0 -x 1 -F" "$p -x 0 -F"
+	add_case "rxe_${name}_guest_client" container_serves "$p -x 0 -F" "$p -d rxe0 -x 1 -F"
+done
+add_case rxe_ib_send_bw_guest_server guest_serves "ib_send_bw -n 100 -d rxe0 -x 1 -F" "ib_send_bw -n 100 -x 0 -F" \
+	"-s 1000" "-s 1024" "-s 2048" "-s 4500"
+add_case rxe_ib_send_bw_guest_client container_serves "ib_send_bw -n 100 -x 0 -F" "ib_send_bw -n 100 -d rxe0 -x 1 -F" \
+	"-s 1000" "-s 1024" "-s 2048" "-s 4500"
+
+run_cases "$@"
