@@ -335,7 +335,9 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 	for (int i = 0; i < URD_MAX_VRNICS; i++) {
 		struct urd_vrnic *o = d->vrnics[i];
 
-		if (o && o->vip == vr->vip && !strcmp(o->tenant, vr->tenant)) {
+		/* on the wire an address is a GID: one vRNIC per address on
+		 * this host whatever its tenant */
+		if (o && o->vip == vr->vip && (!strcmp(o->tenant, vr->tenant) || engine_wire_on(d))) {
 			ret = -EADDRINUSE;
 			goto err_free;
 		}
