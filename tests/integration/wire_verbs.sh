@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The C verbs tests (tests/verbs/t_*) between two vRNICs on two hosts: every
+# opcode, long messages, RNR, UD, SRQ, remote errors, multiple SGEs, many QPs
+# go over RoCEv2 between two unirdmad (hosts are network namespaces, the
+# directory is etcd; tests/integration/mhlib.sh).  The test program opens
+# one vRNIC of each host (UNIRDMA_DEVDIR), so every byte it checks crossed
+# the underlay.  Then hostile traffic on the underlay: guessed QPNs, a GID
+# spoofed from another tenant, packets from an address the directory does
+# not know: dropped and counted, the tenants' traffic untouched.
+CASE_SETUP=:
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mhlib.sh"
+. "$TOP/tests/vm/vmlib.sh"
+CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-90}
+
+TOOLS=${UNIRDMA_TOOLDIR:-$BUILD/tools}
+TESTS=${UNIRDMA_TESTDIR:-$BUILD/tests}
+
+# Two hosts, etcd, vRNIC h1v1 (10.78.0.11) and h2v1 (10.78.0.21) of tenant
+# t1, and h2v2 (10.78.0.22) of tenant t2; each host knows the other's GIDs.
+wv_setup() {
+	mh_need_wire
+	mh_setup 2 --etcd
+	mh_daemon 1 || return 1
+	mh_daemon 2 || return 1
+	mh_vrnic 1 1
+	mh_vrnic 2 1
+	mh_vrnic 2 2 t2
+	wv_wait_gid 1 10.78.0.21 || return 1
+	wv_wait_gid 1 10.78.0.22 || return 1
+	wv_wait_gid 2 10.78.0.11 || return 1
+	DEVS=$MH_TMP/devs
+	mkdir -p "$DEVS"
+	ln -s "$(wv_dir 1 h1v1)" "$DEVS/a"
+	ln -s "$(wv_dir 2 h2v1)" "$DEVS/b"
+}
+
+wv_dir() { ls -d "${MH_STATE[$1]}"/vrnics/"$2".* 2>/dev/null | head -n 1; }
+
+# wv_wait_gid K IP: host K's directory knows IP (within 5 s).
+wv_wait_gid() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		mh_cli "$1" cluster gids 2>/dev/null | grep -qw "$2" && return 0
+		sleep 0.05
+	done
+	mh_cli "$1" cluster gids
+	say "host $1 never learnt $2"
+	return 1
+}
+
+# wv_host_json K: `unirdma hosts --json` of host K.
+wv_counter() { # wv_counter K EXPR (a python expression over h = the hosts JSON)
+	mh_cli "$1" hosts --json | python3 -c "import json,sys; h=json.load(sys.stdin); print($2)"
+}
+
+run_verbs() {
+	local t=$1
+	shift
+	wv_setup || return 1
+	[ -x "$TESTS/$t" ] || die "no $TESTS/$t"
+	UNIRDMA_DEVDIR=$DEVS LD_LIBRARY_PATH=$UNIRDMA_LIBDIR timeout 120 "$TESTS/$t" "$@" >"$WORK/$t.out" 2>&1
+	local rc=$?
+	tail -n 3 "$WORK/$t.out" | sed 's/^/  | /'
+	check "$t over the wire passes" test "$rc" -eq 0
+	wv_counter 1 "sum(x['counters']['tx_packets'] for x in h['hosts'])" >"$WORK/tx" 2>/dev/null
+	say "  host 1 sent $(cat "$WORK/tx") RoCE packets"
+	check "the traffic went over the underlay" test "$(cat "$WORK/tx")" -gt 0
+	checks_result
+}
+for t in t_opcodes t_big t_rnr t_ud t_srq t_errors t_recv_sge t_multi; do
+	add_case "$t" run_verbs "$t"
+done
+
+# Hostile traffic on the underlay while t1's verified traffic runs.
+hostile() {
+	local inj=$TOOLS/roce_inject qpn drops0 drops1 rc
+	wv_setup || return 1
+	[ -x "$inj" ] || die "no $inj"
+	# t1's traffic, verified by the test itself, in the background
+	UNIRDMA_DEVDIR=$DEVS LD_LIBRARY_PATH=$UNIRDMA_LIBDIR timeout 120 "$TESTS/t_big" >"$WORK/victim.out" 2>&1 &
+	local vpid=$!
+	# 1. guessed QPNs: 2000 SENDs from t2's vRNIC address (a GID of another
+	# tenant on host 2) to t1's vRNIC on host 1, QPNs swept over host 1's range
+	ip netns exec "$(mh_ns 2)" "$inj" --src 10.78.0.22 --dst 10.78.0.11 --opcode RC_SEND_ONLY --dqpn 65536 \
+		--dqpn-step 37 --psn 0 --payload-len 64 --count 2000 -q ||
+		check "roce_inject sent the other tenant's packets" false
+	# 2. a GID spoofed from another tenant, at the victim's real QPNs
+	for qpn in $(mh_cli 1 --json vrnic show h1v1 | jq -r '.vrnic.qp_list[]?.qpn'); do
+		ip netns exec "$(mh_ns 2)" "$inj" --src 10.78.0.22 --dst 10.78.0.11 --opcode RC_SEND_ONLY --dqpn "$qpn" \
+			--psn 0 --payload-len 64 --count 20 -q
+	done
+	# 3. crafted on the underlay from an address no directory knows
+	ip -n "$MH_BR" addr add 10.78.0.99/24 dev br0 2>/dev/null
+	ip netns exec "$MH_BR" "$inj" --src 10.78.0.99 --dst 10.78.0.11 --opcode RC_WRITE_ONLY --dqpn 65537 \
+		--dqpn-step 1 --psn 0 --va 0x1000 --rkey 0x1234 --len 64 --payload-len 64 --count 500 -q ||
+		check "roce_inject sent from the unknown address" false
+	sleep 0.5
+	wait "$vpid"
+	rc=$?
+	tail -n 2 "$WORK/victim.out" | sed 's/^/  | /'
+	check "t1's verified traffic passed untouched" test "$rc" -eq 0
+	mh_cli 1 hosts >"$WORK/hosts" 2>&1
+	sed 's/^/  | /' "$WORK/hosts" | head -n 40
+	drops0=$(wv_counter 1 "h['unattributed']['drops'].get('unknown_source', 0)" 2>/dev/null)
+	drops1=$(wv_counter 1 "sum(x['counters']['drops']['other_tenant'] + x['counters']['drops']['no_qp'] for x in h['hosts'])" 2>/dev/null)
+	say "  host 1 dropped: $drops0 from unknown sources, $drops1 to other tenants or no QP"
+	check "packets from the unknown address were dropped and counted" test "${drops0:-0}" -ge 500
+	check "the other tenant's packets were dropped and counted" test "${drops1:-0}" -ge 2000
+	check "host 1's daemon is alive" mh_daemon_alive 1
+	checks_result
+}
+add_case hostile hostile
+
+# A QEMU guest on host 1 (VM vRNIC h1v3, the guest reaches its vRNIC through
+# ivshmem) and a container on host 2: every opcode both ways, data checked
+# (urd_vmtool, as vm.sh's opcodes_vm_container), over RoCEv2.
+vm_container() {
+	local crc src
+	vm_prepare
+	wv_setup || return 1
+	mh_cli 1 vrnic create h1v3 --tenant t1 --ip "$(mh_ip 1 3)/24" --vm --vm-ram 512M >/dev/null ||
+		die "vrnic create h1v3 --vm failed"
+	wv_wait_gid 2 "$(mh_ip 1 3)" || return 1
+	# the guest's side channel: QEMU runs in a container of h1v3 (its eth0
+	# on tenant t1's network of host 1), the client in one of h2v1 on host 2
+	mh_container 1 h1v3 -- true >/dev/null 2>&1
+	mh_container 2 h2v1 -- true >/dev/null 2>&1
+	mh_tenant_lan t1
+	export UNIRDMA_STATE_DIR=${MH_STATE[1]}
+	vm_boot s h1v3 ". /etc/urd-lib.sh
+urd_serve 18515 urd_vmtool opcodes"
+	if ! vm_wait s URD-LISTENING 100; then
+		vm_finish s 5
+		return 1
+	fi
+	PAIR_CLIENT_OUT=$WORK/client.out
+	# shellcheck disable=SC2086
+	timeout -k 5 "$CLIENT_TIMEOUT" "$UNIRDMA" --state-dir "${MH_STATE[2]}" exec h2v1 -- \
+		$LINEBUF "$BUILD/vm/urd_vmtool" opcodes "$(mh_ip 1 3)" >"$PAIR_CLIENT_OUT" 2>&1
+	crc=$?
+	sed 's/^/  | /' "$PAIR_CLIENT_OUT" | tail -n 5
+	vm_finish s "$([ "$crc" = 0 ] && echo 60 || echo 5)" >"$WORK/vm.out" 2>&1
+	src=$?
+	tail -n 5 "$WORK/vm.out"
+	check "every check passed in the container on host 2" grep -q "PASSED" "$PAIR_CLIENT_OUT"
+	check "every check passed in the guest on host 1" grep -q "PASSED" "${VM_DIR[s]}/console"
+	check "the guest's script succeeded" test "$src" -eq 0
+	wv_counter 1 "sum(x['counters']['tx_packets'] for x in h['hosts'])" >"$WORK/tx" 2>/dev/null
+	check "the traffic went over the underlay ($(cat "$WORK/tx") packets)" test "$(cat "$WORK/tx")" -gt 0
+	checks_result
+}
+add_case vm_container vm_container
+
+run_cases "$@"
