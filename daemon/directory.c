@@ -712,6 +712,8 @@ static void engine_apply_put(struct urd_daemon *d, const struct dent *e, const s
 		if (!strcmp(e->id, dir.host))
 			return;         /* the engine knows its own vRNICs */
 		engine_host_set(d, e->id, e->ip, e->incarnation, false);
+		if (e->qpn_bits)
+			engine_host_qpns(d, e->id, e->qpn_base, 1u << e->qpn_bits);
 		for (const struct dent *g = dir.ents; g; g = g->next)
 			if (g->kind == K_GID && !strcmp(g->host, e->id)) {
 				gid_of(g->ip, gid);

@@ -92,6 +92,7 @@ struct engine_host {
 	uint32_t ip;                    /* its underlay address, network order */
 	uint64_t incarnation;           /* a restarted daemon is a new one */
 	bool external;
+	uint32_t qpn_base, qpn_span;    /* its QPN range (0, 0: none known) */
 	struct wire_counters cnt;       /* traffic with this host's GIDs */
 	struct engine_host *next;
 };
@@ -190,6 +191,9 @@ void engine_wire_stats(const struct urd_daemon *d, struct engine_wire_stats *s);
  * held.  engine_host_del forgets the host's GIDs too. */
 int engine_host_set(struct urd_daemon *d, const char *name, uint32_t ip, uint64_t incarnation, bool external);
 void engine_host_del(struct urd_daemon *d, const char *name);
+/* The host's QPN range: a QP connected without a GRH (qperf, the pingpongs
+ * without -g) reaches a remote QPN through it, at the host's address. */
+int engine_host_qpns(struct urd_daemon *d, const char *name, uint32_t base, uint32_t span);
 int engine_gid_set(struct urd_daemon *d, const uint8_t gid[16], const char *tenant, const char *host);
 void engine_gid_del(struct urd_daemon *d, const uint8_t gid[16]);
 /* Reading them (admin, metrics): hosts in a list, counters of packets that

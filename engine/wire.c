@@ -229,11 +229,23 @@ void engine_qp_connect(struct vr_qp *qp)
 	struct urd_daemon *d = qp->vr->d;
 	const struct urd_ah *ah = &qp->attr.ah;
 	uint32_t dip;
+	bool by_qpn = false;
 
-	if (!d->eng.wire || qp->type != IBV_QPT_RC || !ah->is_global || !engine_gid_ip(ah->dgid, &dip))
+	if (!d->eng.wire || qp->type != IBV_QPT_RC)
 		return;
-	if (local_vrnic_by_ip(d, dip))
-		return;         /* a vRNIC of this host: shared memory */
+	if (ah->is_global) {
+		if (!engine_gid_ip(ah->dgid, &dip) || local_vrnic_by_ip(d, dip))
+			return;         /* a vRNIC of this host: shared memory */
+	} else {
+		/* no GRH: a QPN of another host's range reaches that host
+		 * (QPNs are unique in the cluster); one of ours stays here */
+		struct engine_host *h = wire_host_by_qpn(d, qp->attr.dest_qp_num & 0xffffff);
+
+		if (!h || qpn_lookup(d, qp->attr.dest_qp_num & 0xffffff))
+			return;
+		dip = h->ip;
+		by_qpn = true;
+	}
 	if (!qp->eng.wire) {
 		qp->eng.wire = wire_rc_new(qp, qp->vr->vip, dip);
 		if (!qp->eng.wire) {
@@ -242,6 +254,7 @@ void engine_qp_connect(struct vr_qp *qp)
 		}
 	}
 	qp->eng.wire->dip = dip;
+	qp->eng.wire->by_qpn = by_qpn;
 	wire_rc_sync(qp);
 }
 
@@ -286,11 +299,21 @@ enum resp_result wire_ud_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, 
 	struct wire_pkt_out p;
 	uint32_t dip;
 
-	if (!w || !wqe->is_global || !engine_gid_ip(wqe->dgid, &dip))
+	if (!w)
 		return RESP_SILENT;
 	memset(&p, 0, sizeof(p));
-	if (!wire_may_send(qp, dip, &p.host))
-		return RESP_ACK;
+	if (wqe->is_global) {
+		if (!engine_gid_ip(wqe->dgid, &dip) || local_vrnic_by_ip(d, dip))
+			return RESP_SILENT;
+		if (!wire_may_send(qp, dip, &p.host))
+			return RESP_ACK;
+	} else {
+		/* no GRH: the QPN's host, by its range (the receiver checks the tenant) */
+		p.host = wire_host_by_qpn(d, wqe->remote_qpn & 0xffffff);
+		if (!p.host)
+			return RESP_SILENT;
+		dip = p.host->ip;
+	}
 	if (len > (128u << engine_port_mtu(d)))
 		return RESP_ACK;        /* larger than the port MTU: rxe sends nothing (C10-93.1.1) */
 	p.h.opcode = (op->flags & URD_OPF_IMM) ? ROCE_UD_SEND_ONLY_IMM : ROCE_UD_SEND_ONLY;
@@ -391,7 +414,7 @@ static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, ui
 	rx.cnt->rx_pkts++;
 	rx.cnt->rx_bytes += len;
 	qp = rx.h.dqpn > 1 ? qpn_lookup(d, rx.h.dqpn) : NULL;
-	if (!qp || qp->vr->vip != dip || qp->vr->failed) {
+	if (!qp || (qp->vr->vip != dip && dip != d->eng.wire->ip) || qp->vr->failed) {
 		rx.cnt->drops[WDROP_NO_QP]++;
 		return;
 	}
@@ -417,7 +440,7 @@ static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, ui
 		rx.cnt->drops[WDROP_TRANSPORT]++;
 		return;
 	}
-	if (!qp->eng.wire || qp->eng.wire->dip != sip) {
+	if (!qp->eng.wire || (qp->eng.wire->by_qpn ? g->host->ip != qp->eng.wire->dip : qp->eng.wire->dip != sip)) {
 		rx.cnt->drops[WDROP_NOT_PEER]++;
 		return;
 	}

@@ -45,6 +45,7 @@ struct wire_gid {
 
 struct wire_gid *wire_gid_find(struct urd_daemon *d, const uint8_t gid[16]);
 void wire_dir_free(struct urd_daemon *d);
+struct engine_host *wire_host_by_qpn(struct urd_daemon *d, uint32_t qpn);
 
 /* One batch of packets under construction. */
 struct wire_tx {
@@ -102,6 +103,8 @@ struct wire_res {
 struct wire_qp {
 	struct vr_qp *qp;
 	uint32_t sip, dip;              /* our vRNIC's and the peer's addresses */
+	bool by_qpn;                    /* no GRH: dip is the peer host's address,
+					 * found by the QPN range of dest_qp_num */
 	uint32_t mtu;                   /* path MTU in bytes */
 	/* requester */
 	uint32_t psn;                   /* next PSN to send (req.psn) */

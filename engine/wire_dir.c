@@ -78,6 +78,25 @@ static void gid_unlink(struct wire_dir *w, struct wire_gid **pp)
 	w->ngids--;
 }
 
+int engine_host_qpns(struct urd_daemon *d, const char *name, uint32_t base, uint32_t span)
+{
+	struct engine_host *h = host_find(d, name);
+
+	if (!h || base > 0xffffff || span > 0x1000000 - base)
+		return -EINVAL;
+	h->qpn_base = base;
+	h->qpn_span = span;
+	return 0;
+}
+
+struct engine_host *wire_host_by_qpn(struct urd_daemon *d, uint32_t qpn)
+{
+	for (struct engine_host *h = dir_of(d)->hosts; h; h = h->next)
+		if (!h->external && h->qpn_span && qpn - h->qpn_base < h->qpn_span)
+			return h;
+	return NULL;
+}
+
 void engine_host_del(struct urd_daemon *d, const char *name)
 {
 	struct wire_dir *w = dir_of(d);

@@ -115,6 +115,21 @@ void wire_rc_sync(struct vr_qp *qp)
 
 /* ---- requester ----------------------------------------------------------- */
 
+/* May the QP send to its peer now?  With a GRH: the peer GID is in the
+ * directory, in the QP's tenant.  Without: the peer QPN's host is still
+ * there (its receiver checks the tenant of our GID). */
+static bool wire_rc_may_send(struct vr_qp *qp, struct wire_qp *q, struct engine_host **host)
+{
+	if (q->by_qpn) {
+		*host = wire_host_by_qpn(qp->vr->d, qp->attr.dest_qp_num & 0xffffff);
+		if (*host && (*host)->ip == q->dip)
+			return true;
+		CNT_BOTH(qp, drops_other_tenant, 1);
+		return false;
+	}
+	return wire_may_send(qp, q->dip, host);
+}
+
 /* The WQE's local memory, checked again each time packets are built from it
  * (the big lock was free in between: an MR may be gone).  0 or a status. */
 static int wqe_gather(struct vr_qp *qp, const struct wire_wqe *e, const struct urd_opcode_info *op,
@@ -387,7 +402,7 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 		sq_unwatch(sq);
 		return false;
 	}
-	may = wire_may_send(qp, q->dip, &host);
+	may = wire_rc_may_send(qp, q, &host);
 	while (budget) {
 		struct vsge local[ENGINE_MAX_SGE];
 		const struct urd_opcode_info *op;
@@ -747,7 +762,7 @@ void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
 			q->rto_at = 0;
 			return;
 		}
-		wire_may_send(qp, q->dip, &h);
+		wire_rc_may_send(qp, q, &h);
 		if (h)
 			h->cnt.timeouts++;
 		else
