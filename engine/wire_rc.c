@@ -342,6 +342,7 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
 	q->cur_open = false;
 	q->rd_out = 0;
 	q->noack = 0;
+	q->probe_at = 0;
 	if (idx == q->next_idx) {
 		q->psn = q->una;
 		return;
@@ -379,10 +380,6 @@ static uint64_t resend_ns(const struct vr_qp *qp, const struct wire_qp *q)
 
 static void arm_rto(struct vr_qp *qp, struct wire_qp *q, uint64_t now)
 {
-	if (!q->probe_at) {
-		q->probe_at = now;
-		q->probe_psn = q->psn;
-	}
 	if (!q->progress_at)
 		q->progress_at = now;
 	q->rto_at = now + resend_ns(qp, q);
@@ -474,6 +471,12 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 					q->psn = q->una;
 				}
 			}
+		}
+		if (!q->probe_at) {
+			/* an RTT sample: this packet's PSN, acknowledged when una
+			 * passes it (none across a resend: Karn) */
+			q->probe_at = now;
+			q->probe_psn = q->psn;
 		}
 		if (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) {
 			if (may)
