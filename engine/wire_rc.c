@@ -250,7 +250,7 @@ static uint8_t req_opcode(const struct urd_opcode_info *op, uint32_t wr_opcode, 
  * below WIRE_CWND_MIN nor above WIRE_WINDOW (rxe's 128 unacknowledged PSNs).
  * Go-back-N resends everything in flight after a loss: a window near the
  * path's bandwidth-delay product keeps that cost small. */
-#define WIRE_CWND_MIN 8u
+#define WIRE_CWND_MIN 16u
 
 static uint32_t ack_every(const struct wire_qp *q)
 {
@@ -336,8 +336,8 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
 {
 	uint32_t idx = qp->sq.q.own;
 
-	log_debug("qp %u: go back to psn %#x (sent up to %#x, srtt %lu us)", qp->qpn, q->una, q->psn,
-		  (unsigned long)(q->srtt / 1000));
+	log_debug("qp %u: go back to psn %#x (sent up to %#x, srtt %lu us, cwnd %u)", qp->qpn, q->una, q->psn,
+		  (unsigned long)(q->srtt / 1000), q->cwnd);
 
 	q->cur_open = false;
 	q->rd_out = 0;
