@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -285,6 +286,13 @@ void wire_timer_arm(struct engine_wire *w, struct wire_qp *q, uint64_t at)
 	}
 	if (!w->next_timer || at < w->next_timer)
 		w->next_timer = at;
+	if (w->sleep_until && at < w->sleep_until) {
+		uint64_t one = 1;
+
+		w->sleep_until = 0;     /* one wake-up is enough */
+		if (write(w->efd, &one, sizeof(one)) < 0)
+			log_debug("wire: eventfd: %s", strerror(errno));
+	}
 }
 
 /* ---- UD ------------------------------------------------------------------ */
@@ -510,6 +518,7 @@ static void *wire_main(void *arg)
 			last_rx = now;
 		}
 		pthread_mutex_lock(&d->lock);
+		w->sleep_until = 0;
 		for (int i = 0; i < n; i++) {
 			uint32_t dip = 0;
 
@@ -528,31 +537,31 @@ static void *wire_main(void *arg)
 		wire_flush(w);
 		/* ACKs opened windows, timers expired: the engine may sleep */
 		engine_kick_if_work(d);
-		pthread_mutex_unlock(&d->lock);
-		if (n > 0)
-			continue;
-		if (now - last_rx < WIRE_SPIN_NS) {
-			sched_yield();
+		if (n > 0 || now - last_rx < WIRE_SPIN_NS) {
+			pthread_mutex_unlock(&d->lock);
+			if (n <= 0)
+				sched_yield();
 			continue;
 		}
+		/* Sleep until a packet, the earliest timer, or an earlier timer
+		 * the engine thread arms meanwhile (wire_timer_arm writes the
+		 * eventfd when it is earlier than sleep_until). */
 		{
-			struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
-			int ms = WIRE_IDLE_MS;
-			uint64_t nt = w->next_timer;
+			struct pollfd pfd[2] = { { .fd = w->fd, .events = POLLIN }, { .fd = w->efd, .events = POLLIN } };
+			uint64_t until = now + WIRE_IDLE_MS * 1000000ull;
+			struct timespec ts;
 
-			if (nt) {
-				uint64_t left = nt > now ? nt - now : 0;
+			if (w->next_timer && w->next_timer < until)
+				until = w->next_timer;
+			w->sleep_until = until > now ? until : now + 1;
+			pthread_mutex_unlock(&d->lock);
+			ts = urd_ns_timespec(until > now ? until - now : 0);
+			if (ppoll(pfd, 2, &ts, NULL) > 0 && (pfd[1].revents & POLLIN)) {
+				uint64_t v;
 
-				ms = (int)((left + 999999) / 1000000);
-				if (ms > WIRE_IDLE_MS)
-					ms = WIRE_IDLE_MS;
+				if (read(w->efd, &v, sizeof(v)) < 0)
+					continue;
 			}
-			/* the engine thread arms timers too, without waking us:
-			 * while anything is in flight, look every millisecond */
-			if (__atomic_load_n(&w->timers, __ATOMIC_RELAXED) && ms > 1)
-				ms = 1;
-			if (ms > 0)
-				poll(&pfd, 1, ms);
 		}
 	}
 	return NULL;
@@ -611,10 +620,15 @@ int engine_wire_start(struct urd_daemon *d, const char *dev, char *err, size_t e
 		free(w);
 		return ret;
 	}
+	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	w->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (w->fd < 0) {
+	if (w->fd < 0 || w->efd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "socket: %s", strerror(errno));
+		if (w->fd >= 0)
+			close(w->fd);
+		if (w->efd >= 0)
+			close(w->efd);
 		free(w);
 		return ret;
 	}
@@ -658,6 +672,7 @@ int engine_wire_start(struct urd_daemon *d, const char *dev, char *err, size_t e
 	return 0;
 fail:
 	close(w->fd);
+	close(w->efd);
 	free(w);
 	return ret;
 }
@@ -695,6 +710,7 @@ void engine_wire_stop(struct urd_daemon *d)
 			log_counters(h->name, &h->cnt);
 		log_counters("(no host)", &d->eng.dir.cnt);
 		close(w->fd);
+		close(w->efd);
 		pthread_mutex_lock(&d->lock);
 		d->eng.wire = NULL;
 		pthread_mutex_unlock(&d->lock);

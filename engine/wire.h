@@ -72,6 +72,8 @@ struct engine_wire {
 	pthread_t thread;
 	bool started;
 	uint64_t next_timer;            /* earliest RTO/RNR deadline (0: scan now) */
+	uint64_t sleep_until;           /* the wire thread sleeps until then (0: awake) */
+	int efd;                        /* eventfd: an earlier timer wakes the wire thread */
 	struct wire_qp *timers;         /* QPs with something in flight or an RNR wait */
 	struct wire_tx tx;
 	/* packets per syscall */

@@ -556,18 +556,19 @@ static void nak_una(struct vr_qp *qp, struct wire_qp *q, uint32_t psn)
 
 static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t now)
 {
+	/* (complete_head may have moved una already: the caller's una counts) */
 	if (psn_diff(una, q->una) > 0) {
 		cwnd_acked(q, (uint32_t)psn_diff(una, q->una));
 		q->una = una;
-		q->in_retry = false;
-		q->progress_at = now;
-		if (q->probe_at && psn_diff(una, q->probe_psn) > 0) {
-			/* a round trip: smoothed as TCP does (7/8 old, 1/8 new) */
-			uint64_t rtt = now - q->probe_at;
+	}
+	q->in_retry = false;
+	q->progress_at = now;
+	if (q->probe_at && psn_diff(una, q->probe_psn) > 0) {
+		/* a round trip: smoothed as TCP does (7/8 old, 1/8 new) */
+		uint64_t rtt = now - q->probe_at;
 
-			q->srtt = q->srtt ? (7 * q->srtt + rtt) / 8 : rtt;
-			q->probe_at = 0;
-		}
+		q->srtt = q->srtt ? (7 * q->srtt + rtt) / 8 : rtt;
+		q->probe_at = 0;
 	}
 	q->retry_left = qp->attr.retry_cnt;
 	q->rnr_left = qp->attr.rnr_retry;
@@ -779,6 +780,8 @@ void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
 				q->rto_at = 0;
 				return;
 			}
+			log_debug("qp %u: no progress for %lu ms: %u retries left", qp->qpn,
+				  (unsigned long)((now - q->progress_at) / 1000000), q->retry_left - 1);
 			q->retry_left--;
 			q->progress_at = now;
 		}
