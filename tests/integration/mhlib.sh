@@ -101,17 +101,32 @@ mh_setup() {
 	require_build
 	require_prog ip nft flock
 	[ "$n" -ge 0 ] && [ "$n" -le 9 ] || die "mh_setup: 0 to 9 hosts"
-	# one multi-host test at a time: the names are fixed
-	exec {MH_LOCK_FD}>"$MH_LOCK" || die "cannot open $MH_LOCK"
-	flock -w 60 "$MH_LOCK_FD" || die "another multi-host test holds $MH_LOCK"
 	MH_TMP=$(mktemp -d /tmp/unirdma-mh.XXXXXX) || die "mktemp failed"
+	trap mh_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	# One multi-host test at a time: the names are fixed.  The lock is held
+	# by a helper that lives as long as this shell, not by an fd of this
+	# shell: every program it starts would inherit that fd (bash cannot set
+	# close-on-exec), and a leftover server would hold the lock.
+	local me=$BASHPID i
+	flock -w 90 "$MH_LOCK" sh -c 'echo locked >"$1"; while [ -e "$1" ] && kill -0 "$2" 2>/dev/null; do sleep 0.2; done' \
+		mh-lock "$MH_TMP/locked" "$me" </dev/null >/dev/null 2>&1 &
+	MH_LOCK_PID=$!
+	for ((i = 0; i < 1000; i++)); do
+		[ -s "$MH_TMP/locked" ] && break
+		kill -0 "$MH_LOCK_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ ! -s "$MH_TMP/locked" ]; then
+		kill "$MH_LOCK_PID" 2>/dev/null
+		rm -rf "$MH_TMP"
+		die "another multi-host test holds $MH_LOCK"
+	fi
 	# what containers may write (lib.sh's convention), apart from the state dirs
 	WORK=$MH_TMP/work
 	mkdir -p "$WORK"
 	export UNIRDMA_EXEC_RW=$WORK
-	trap mh_cleanup EXIT
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
 	mh_stale_cleanup
 	MH_N=$n
 	ip netns add "$MH_BR" || die "ip netns add $MH_BR failed"
@@ -235,11 +250,16 @@ mh_vrnic() {
 		die "vrnic create h${k}v$i on host $k failed"
 }
 
+# (Started in the background, a function is a subshell of its own: $! would
+# not be `unirdma exec`, and stopping it would leave the container. Background
+# starts use mh_exec_cmd: "${MH_EXEC[@]}" ... &.)
 mh_container() {
 	local k=$1
 	shift
 	UNIRDMA_STATE_DIR=${MH_STATE[$k]} "$UNIRDMA" exec "$@"
 }
+# mh_exec_cmd K: MH_EXEC = the command line of `unirdma exec` on host K
+mh_exec_cmd() { MH_EXEC=(env "UNIRDMA_STATE_DIR=${MH_STATE[$1]}" "$UNIRDMA" exec); }
 
 # mh_tenant_ns K TENANT: creates host K's bridge namespace of TENANT the way
 # cli/net.c does (same lock file, same names), so that it can be linked to
@@ -513,7 +533,8 @@ mh_pair() {
 
 	say "+ server on host $ha in container $vra: $scmd"
 	# shellcheck disable=SC2086 # the commands are word lists
-	mh_container "$ha" --pidfile "$pidf" "$vra" -- $LINEBUF $scmd >"$PAIR_SERVER_OUT" 2>&1 &
+	mh_exec_cmd "$ha"
+	"${MH_EXEC[@]}" --pidfile "$pidf" "$vra" -- $LINEBUF $scmd >"$PAIR_SERVER_OUT" 2>&1 &
 	spid=$!
 	SERVER_PIDS+=("$spid")
 	for ((i = 0; i < 300; i++)); do
@@ -614,6 +635,11 @@ mh_cleanup() {
 	for pid in "${SERVER_PIDS[@]}"; do
 		wait_for_exit "$pid" 5 || kill -KILL "$pid" 2>/dev/null
 	done
+	# containers a background subshell started (their --pidfile is in WORK):
+	# SIGKILL to a container's init ends the whole container
+	for pid in $(cat "${WORK:-/nonexistent}"/*.pid "${WORK:-/nonexistent}"/*.pid.client 2>/dev/null); do
+		[ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
+	done
 	mh_relay_stop
 	mh_capture stop
 	if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
@@ -636,7 +662,9 @@ mh_cleanup() {
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
 	done
-	wait 2>/dev/null
+	# removing MH_TMP (its "locked" file) lets the lock holder go: wait
+	# (for every child) would otherwise wait for it
 	[ -n "${MH_TMP:-}" ] && rm -rf "$MH_TMP"
+	wait 2>/dev/null
 	exit "$rc"
 }

@@ -40,7 +40,7 @@ udp_burst() {
 	local from=$1 ip=$2 port=$3 count=$4 gap=$5 out=$6 to rpid i
 	to=${ip##*.}
 	[ "$to" -lt 10 ] || to=$((to / 10))
-	in_host "$to" $NETPROBE recv "$port" 1 >"$out" 2>&1 &
+	ip netns exec "$(mh_ns "$to")" $NETPROBE recv "$port" 1 >"$out" 2>&1 &
 	rpid=$!
 	SERVER_PIDS+=("$rpid")
 	for ((i = 0; i < 100; i++)); do
@@ -318,14 +318,16 @@ add_case wire_linkdown_long wire_linkdown 5 fail
 wire_daemon_killed() {
 	local spid out=$WORK/killed.server pidf=$WORK/killed.pid i t0
 	wire_setup || return 1
-	mh_container 1 --pidfile "$pidf" h1v1 -- $LINEBUF ibv_rc_pingpong -g 0 -n 1000000 -s 1024 >"$out" 2>&1 &
+	mh_exec_cmd 1
+	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- $LINEBUF ibv_rc_pingpong -g 0 -n 1000000 -s 1024 >"$out" 2>&1 &
 	spid=$!
 	SERVER_PIDS+=("$spid")
 	for ((i = 0; i < 300; i++)); do
 		[ -s "$pidf" ] && listening "$(cat "$pidf")" 18515 && break
 		sleep 0.05
 	done
-	mh_container 2 h2v1 -- ibv_rc_pingpong -g 0 -n 1000000 -s 1024 "$SRV" >"$WORK/killed.client" 2>&1 &
+	mh_exec_cmd 2
+	"${MH_EXEC[@]}" h2v1 -- ibv_rc_pingpong -g 0 -n 1000000 -s 1024 "$SRV" >"$WORK/killed.client" 2>&1 &
 	SERVER_PIDS+=("$!")
 	sleep 2
 	mh_kill 2

@@ -66,7 +66,8 @@ rxe_lan() {
 	# its address, two at once would be two hosts with one address on the LAN
 	mh_vrnic 1 2
 	mh_tenant_lan t1
-	mh_container 1 --pidfile "$pidf" h1v1 -- python3 "$TOP/tests/netsim/netprobe.py" tcpserve 18601 50000 >"$out" 2>&1 &
+	mh_exec_cmd 1
+	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- python3 "$TOP/tests/netsim/netprobe.py" tcpserve 18601 50000 >"$out" 2>&1 &
 	spid=$!
 	SERVER_PIDS+=("$spid")
 	for ((i = 0; i < 200; i++)); do
@@ -160,7 +161,8 @@ container_serves() {
 	out=$WORK/server.out
 	pidf=$WORK/server.pid
 	# shellcheck disable=SC2016 # expanded by the container's shell
-	mh_container 1 --pidfile "$pidf" h1v1 -- sh -c 'rc=0; for a in "$@"; do $0 $a || rc=$?; done; exit $rc' \
+	mh_exec_cmd 1
+	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- sh -c 'rc=0; for a in "$@"; do $0 $a || rc=$?; done; exit $rc' \
 		"$ccmd" "$@" >"$out" 2>&1 &
 	spid=$!
 	SERVER_PIDS+=("$spid")
