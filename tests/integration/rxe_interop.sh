@@ -136,7 +136,15 @@ guest_serves() {
 		sed 's/^/  | /' "$out"
 		check "the container's client ($a) succeeded" test "$rc" -eq 0
 		n=$((n + 1))
+		# a failed client leaves the guest's server waiting: stop here
+		[ "$rc" -eq 0 ] || break
 	done
+	if [ "$rc" -ne 0 ]; then
+		mh_rxe_finish rxe 1
+		mh_capture stop
+		mh_pcap_check "$MH_PCAP"
+		return 1
+	fi
 	mh_rxe_finish rxe 60
 	check "the guest's server ran $# times, each successful" \
 		test "$(tr -d '\r' <"${MH_RXE_DIR[rxe]}/console" | grep -c '^URD-CMD-EXIT 0$')" -eq "$#"
