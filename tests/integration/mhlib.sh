@@ -46,6 +46,7 @@
 #   mh_relay ARGS...             tests/tools/roce_relay on host 1's egress
 #   mh_cleanup                   everything (the EXIT trap of mh_setup)
 #   mh_capture start|stop        tshark on br0 (UDP 4791) into $MH_TMP/underlay.pcap
+#                                (the first $MH_CAPTURE_MAX frames, default 20000)
 #   mh_pcap_check FILE           no malformed frame; ICRCs checked where a checker is
 #   kernel-rxe guests (tests/vm/build-rxe-image.sh):
 #   mh_rxe_prepare               build/find the image, or skip
@@ -374,7 +375,10 @@ mh_capture() {
 		require_prog tshark
 		MH_PCAP=$MH_TMP/underlay.pcap
 		: >"$MH_TMP/tshark.log"
-		ip netns exec "$MH_BR" tshark -q -i br0 -w "$MH_PCAP" -f 'udp port 4791' >"$MH_TMP/tshark.log" 2>&1 &
+		# the first MH_CAPTURE_MAX frames: checking a capture costs time in
+		# proportion (perftest -a sends hundreds of thousands)
+		ip netns exec "$MH_BR" tshark -q -i br0 -c "${MH_CAPTURE_MAX:-20000}" -w "$MH_PCAP" \
+			-f 'udp port 4791' >"$MH_TMP/tshark.log" 2>&1 &
 		MH_TSHARK_PID=$!
 		for ((i = 0; i < 100; i++)); do
 			grep -q 'Capturing on' "$MH_TMP/tshark.log" && return 0
