@@ -347,35 +347,43 @@ wire_linkdown() {
 add_case wire_linkdown_short known "a 50 ms outage ends in retry exceeded on both sides" wire_linkdown 0.05 pass
 add_case wire_linkdown_long wire_linkdown 5 fail
 
-# wire_daemon_killed: host 2's daemon is SIGKILLed mid-pingpong; the server
-# on host 1 must end with a retry-exceeded error within the retry window.
+# wire_daemon_killed: host 2's daemon is SIGKILLed while host 1 writes to it
+# (ib_write_bw, host 1 the client): host 1's side must end with a retry-
+# exceeded completion (status 12) within the retry window, not hang. (Not
+# ibv_rc_pingpong: when the kill falls after host 2 acknowledged host 1's
+# message and before host 2's answer, host 1 rightly waits for a receive
+# forever; nothing of its own is in flight to time out.)
 wire_daemon_killed() {
-	local spid out=$WORK/killed.server pidf=$WORK/killed.pid i t0
+	local spid cpid out=$WORK/killed.client pidf=$WORK/killed.pid i t0 cmd
+	require_prog ib_write_bw
 	wire_setup || return 1
-	mh_exec_cmd 1
-	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- $LINEBUF ibv_rc_pingpong -g 0 -n 1000000 -s 1024 >"$out" 2>&1 &
+	cmd="ib_write_bw -F -x 0 -n 50000000 -s 4096"
+	mh_exec_cmd 2
+	"${MH_EXEC[@]}" --pidfile "$pidf" h2v1 -- $LINEBUF $cmd >"$WORK/killed.server" 2>&1 &
 	spid=$!
 	SERVER_PIDS+=("$spid")
 	for ((i = 0; i < 300; i++)); do
 		[ -s "$pidf" ] && listening "$(cat "$pidf")" 18515 && break
 		sleep 0.05
 	done
-	mh_exec_cmd 2
-	"${MH_EXEC[@]}" h2v1 -- ibv_rc_pingpong -g 0 -n 1000000 -s 1024 "$SRV" >"$WORK/killed.client" 2>&1 &
-	SERVER_PIDS+=("$!")
-	sleep 2
+	mh_exec_cmd 1
+	"${MH_EXEC[@]}" --pidfile "$pidf.client" h1v1 -- $LINEBUF $cmd "$(mh_ip 2 1)" >"$out" 2>&1 &
+	cpid=$!
+	SERVER_PIDS+=("$cpid")
+	sleep 3
+	check "host 1 is still writing when the daemon is killed" kill -0 "$cpid"
 	mh_kill 2
 	t0=$SECONDS
-	if wait_for_exit "$spid" 30; then
-		wait "$spid"
+	if wait_for_exit "$cpid" 30; then
+		wait "$cpid"
 		check "host 1's side failed" test $? -ne 0
 	else
-		hang_report "$(cat "$pidf")"
+		hang_report "$(cat "$pidf.client")"
 		check "host 1's side ended within 30 s of the kill" false
 	fi
-	sed 's/^/  | /' "$out" | tail -n 5
-	check "with a retry-exceeded completion" grep -Eiq 'retry' "$out"
-	say "  ended $((SECONDS - t0)) s after the kill"
+	say "  ended $((SECONDS - t0)) s after the kill; host 1's last lines:"
+	grep -v '^ *[0-9A-Fa-f:]*$' "$out" | tail -n 4 | sed 's/^/  | /'
+	check "with a retry-exceeded completion (status 12)" grep -Eq 'status 12|retry' "$out"
 	checks_result
 }
 add_case wire_daemon_killed wire_daemon_killed
