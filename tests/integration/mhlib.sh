@@ -377,7 +377,7 @@ mh_capture() {
 		: >"$MH_TMP/tshark.log"
 		# the first MH_CAPTURE_MAX frames: checking a capture costs time in
 		# proportion (perftest -a sends hundreds of thousands)
-		ip netns exec "$MH_BR" tshark -q -i br0 -c "${MH_CAPTURE_MAX:-20000}" -w "$MH_PCAP" \
+		ip netns exec "$MH_BR" tshark -q -i br0 -c "${MH_CAPTURE_MAX:-2000}" -w "$MH_PCAP" \
 			-f 'udp port 4791' >"$MH_TMP/tshark.log" 2>&1 &
 		MH_TSHARK_PID=$!
 		for ((i = 0; i < 100; i++)); do
