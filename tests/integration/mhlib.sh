@@ -46,7 +46,7 @@
 #   mh_relay ARGS...             tests/tools/roce_relay on host 1's egress
 #   mh_cleanup                   everything (the EXIT trap of mh_setup)
 #   mh_capture start|stop        tshark on br0 (UDP 4791) into $MH_TMP/underlay.pcap
-#                                (the first $MH_CAPTURE_MAX frames, default 20000)
+#                                (the first $MH_CAPTURE_MAX frames, default 2000)
 #   mh_pcap_check FILE           no malformed frame; ICRCs checked where a checker is
 #   kernel-rxe guests (tests/vm/build-rxe-image.sh):
 #   mh_rxe_prepare               build/find the image, or skip
