@@ -1,0 +1,270 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# bench/wire.sh: unirdma across two hosts (issue 11), measured in one run
+# against a kernel TCP stream and UCX over TCP on the same link.
+#
+# usage: bench/wire.sh [--quick|--full] [--out DIR]
+#
+# Two hosts are two network namespaces (tests/integration/mhlib.sh) on one
+# veth bridge (the underlay, MTU 1500), each with its own unirdmad
+# (--underlay ul0 --cluster etcd); vRNIC h1v1 on host 1, h2v1 on host 2.
+# Measured, all with the server on host 1 and the client on host 2:
+#   WRITE bandwidth at 64 KiB and 1 MiB: ib_write_bw -x 0 vs qperf tcp_bw
+#     (kernel TCP, same message size) and ucx_perftest ucp_put_bw UCX_TLS=tcp
+#   2-byte latency: ib_write_lat vs ucx_perftest tag_lat UCX_TLS=tcp
+#     (and qperf tcp_lat for reference)
+#   64-byte message rate: ib_write_bw -s 64
+#   packets per system call of each daemon's wire (`unirdma hosts --json`)
+#   CPU seconds per GB moved of each daemon (/proc/PID/stat utime+stime)
+#   goodput with 1 % of UDP 4791 dropped on the bridge vs loss-free
+# Placement (2 CPUs): host 1's daemon and its program on CPU A, host 2's on
+# CPU B (every thread of the daemon, taskset -a), the TCP/UCX baselines the
+# same way; printed at the start.  Needs root.  Cleans up (mhlib's traps).
+
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd -P)
+MODE=quick OUT=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) MODE=quick ;;
+	--full) MODE=full ;;
+	--out) OUT=$2; shift ;;
+	-h | --help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "wire.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+cd "$TOP" || exit 1
+# shellcheck source=../tests/integration/lib.sh
+. "$TOP/tests/integration/lib.sh"
+# shellcheck source=../tests/integration/mhlib.sh
+. "$TOP/tests/integration/mhlib.sh"
+
+if [ "$MODE" = quick ]; then
+	BW_BYTES=$((1 << 30)) LAT_N=2000 MR_N=200000 QPERF_T=3 LOSS_BYTES=$((256 << 20))
+else
+	BW_BYTES=$((4 << 30)) LAT_N=20000 MR_N=1000000 QPERF_T=10 LOSS_BYTES=$((1 << 30))
+fi
+OUT=${OUT:-results/$(date +%Y%m%d-%H%M%S)-wire-$MODE}
+mkdir -p "$OUT" || die "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
+RES=$OUT/wire.txt
+: >"$RES"
+T0=$SECONDS
+CLIENT_TIMEOUT=120
+
+NCPU=$(nproc)
+CPU_A=${BENCH_CPU_HOST1:-0}
+CPU_B=${BENCH_CPU_HOST2:-$((NCPU > 1 ? 1 : 0))}
+put() { printf '%s %s\n' "$1" "$2" >>"$RES"; } # put KEY VALUE
+get() { awk -v k="$1" '$1 == k { v = $2 } END { print v }' "$RES"; }
+
+mh_need_wire
+require_prog qperf ib_write_bw ib_write_lat taskset
+mh_setup 2 --etcd >/dev/null
+mh_daemon 1 || die "host 1's daemon did not start"
+mh_daemon 2 || die "host 2's daemon did not start"
+taskset -a -p -c "$CPU_A" "${MH_DPID[1]}" >/dev/null || die "cannot pin host 1's daemon"
+taskset -a -p -c "$CPU_B" "${MH_DPID[2]}" >/dev/null || die "cannot pin host 2's daemon"
+mh_vrnic 1 1
+mh_vrnic 2 1
+mh_tenant_lan t1 >/dev/null
+SRV=$(mh_ip 1 1)
+for k in 1 2; do
+	o=$((3 - k))
+	for ((i = 0; i < 50; i++)); do
+		mh_cli "$k" cluster gids 2>/dev/null | grep -qw "$(mh_ip "$o" 1)" && break
+		sleep 0.1
+	done
+	[ "$i" -lt 50 ] || die "host $k does not know $(mh_ip "$o" 1)'s GID"
+done
+
+say "unirdma across two hosts ($MODE mode), results in $OUT"
+say "- machine: $(uname -r), $NCPU CPUs ($(lscpu | awk -F: '/Model name/ { gsub(/^ +/, "", $2); print $2 }')), load $(cut -d' ' -f1 /proc/loadavg)"
+say "- underlay: veth pair per host on bridge br0 (netns $MH_BR), MTU $MH_MTU; host 1 $MH_NET.1, host 2 $MH_NET.2"
+say "- placement (taskset affinity, as the kernel reports it):"
+for k in 1 2; do
+	say "    host $k unirdmad pid ${MH_DPID[$k]}: threads on cpus $(for t in /proc/"${MH_DPID[$k]}"/task/*; do awk '/Cpus_allowed_list/ { print $2 }' "$t/status"; done | sort -u | paste -sd' ')"
+done
+say "    server programs (perftest, qperf, ucx_perftest) on host 1: cpu $CPU_A; clients on host 2: cpu $CPU_B"
+say
+
+dcpu() { awk '{ print $14 + $15 }' "/proc/${MH_DPID[$1]}/stat"; } # ticks
+HZ=$(getconf CLK_TCK)
+
+# perftest NAME PROG ARGS...: PROG server on host 1, client on host 2 (pinned);
+# the client's result row (bytes iters ...) in $NAME.out; daemon CPU ticks of
+# the run in KEY NAME.cpu1/2.
+perftest() {
+	local name=$1 prog=$2 c1 c2
+	shift 2
+	c1=$(dcpu 1) c2=$(dcpu 2)
+	if ! mh_pair 1 h1v1 "taskset -c $CPU_A $prog -F -x 0 $*" 2 h2v1 "taskset -c $CPU_B $prog -F -x 0 $* $SRV" >"$OUT/$name.log" 2>&1; then
+		say "  ! $prog $* failed; see $OUT/$name.log"
+		FAILS=$((FAILS + 1))
+		return 1
+	fi
+	put "$name.cpu1" "$(($(dcpu 1) - c1))"
+	put "$name.cpu2" "$(($(dcpu 2) - c2))"
+	cp "$PAIR_CLIENT_OUT" "$OUT/$name.out"
+}
+# bw row: bytes iters peak avg(MB/s) msgrate(Mpps)
+pt_bw() {
+	perftest "$@" || return
+	awk -v n="$1" '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {
+		printf "%s.MBps %.1f\n%s.Mpps %.4f\n%s.bytes %.0f\n", n, $4 * 1.048576, n, $5, n, $1 * $2 }' "$OUT/$1.out" >>"$RES"
+}
+# lat row: bytes iters min max typical avg stdev p99 p99.9
+pt_lat() {
+	perftest "$@" || return
+	awk -v n="$1" '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 6 { printf "%s.us %s\n", n, $5 }' "$OUT/$1.out" >>"$RES"
+}
+
+FAILS=0
+QPERF_PID=
+UCX_PORT=13337
+qperf_server() {
+	nsenter --net="/run/netns/$(mh_ns 1)" taskset -c "$CPU_A" qperf >"$OUT/qperf.server.log" 2>&1 &
+	QPERF_PID=$!
+	SERVER_PIDS+=("$QPERF_PID")
+	sleep 0.3
+}
+# qperf_run NAME ARGS...: qperf client on host 2; "NAME VALUE" in MB/s or us
+qperf_run() {
+	local name=$1
+	shift
+	nsenter --net="/run/netns/$(mh_ns 2)" taskset -c "$CPU_B" timeout 60 qperf -t "$QPERF_T" --use_bits_per_sec=0 \
+		"$MH_NET.1" "$@" >"$OUT/$name.qperf" 2>&1
+	awk -v n="$name" '
+		$1 == "bw" { v = $3; u = $4; m = (u ~ /^GB/) ? 1000 : (u ~ /^MB/) ? 1 : (u ~ /^KB/) ? 0.001 : 0.000001; printf "%s %.1f\n", n, v * m }
+		$1 == "latency" { v = $3; u = $4; m = (u ~ /^ms/) ? 1000 : (u ~ /^ns/) ? 0.001 : 1; printf "%s %.2f\n", n, v * m }' \
+		"$OUT/$name.qperf" >>"$RES"
+	[ -n "$(get "$name")" ] || { say "  ! qperf $* failed: $(tail -n 1 "$OUT/$name.qperf")"; FAILS=$((FAILS + 1)); }
+}
+# ucx NAME TEST SIZE N: ucx_perftest over TCP between the hosts; MB/s or us
+ucx() {
+	local name=$1 test=$2 size=$3 n=$4 port=$((UCX_PORT++)) spid i
+	UCX_TLS=tcp UCX_NET_DEVICES=ul0 nsenter --net="/run/netns/$(mh_ns 1)" taskset -c "$CPU_A" \
+		timeout -k 5 90 ucx_perftest -p "$port" >"$OUT/$name.ucx.server" 2>&1 &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	for ((i = 0; i < 100; i++)); do
+		ip netns exec "$(mh_ns 1)" ss -ltn 2>/dev/null | grep -q ":$port " && break
+		sleep 0.05
+	done
+	UCX_TLS=tcp UCX_NET_DEVICES=ul0 nsenter --net="/run/netns/$(mh_ns 2)" taskset -c "$CPU_B" \
+		timeout -k 5 90 ucx_perftest "$MH_NET.1" -p "$port" -t "$test" -s "$size" -n "$n" -w $((n / 10)) -f \
+		>"$OUT/$name.ucx" 2>&1
+	wait_for_exit "$spid" 5 || kill -TERM "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	# Final: iters p50[us] avg[us] overall[us] MiB/s-avg MiB/s-overall msg/s-avg msg/s-overall
+	awk -v n="$name" -v t="$test" '$1 ~ /^[0-9]+$/ && NF >= 8 { l = $0 }
+		END { if (l == "") exit; split(l, f)
+			if (t ~ /_lat$/) printf "%s %.2f\n", n, f[2]; else printf "%s %.1f\n", n, f[6] * 1.048576 }' \
+		"$OUT/$name.ucx" >>"$RES"
+	[ -n "$(get "$name")" ] || { say "  ! ucx_perftest $test -s $size failed: $(tail -n 1 "$OUT/$name.ucx")"; FAILS=$((FAILS + 1)); }
+}
+
+iters() { local n=$(($1 / $2)); [ "$n" -gt "$3" ] && n=$3; [ "$n" -lt 1000 ] && n=1000; echo "$n"; }
+
+say "== WRITE bandwidth (ib_write_bw -x 0, 1 QP) vs kernel TCP (qperf tcp_bw) and UCX over TCP (ucp_put_bw)"
+qperf_server
+for s in 65536 1048576; do
+	pt_bw "wbw$s" ib_write_bw -s "$s" -n "$(iters "$BW_BYTES" "$s" 100000)"
+	qperf_run "tcp$s" -m "$s" tcp_bw
+	if command -v ucx_perftest >/dev/null; then
+		ucx "ucx$s" ucp_put_bw "$s" "$(iters "$BW_BYTES" "$s" 100000)"
+	fi
+done
+say "== 2-byte latency (ib_write_lat) vs UCX over TCP (tag_lat), qperf tcp_lat for reference"
+pt_lat lat2 ib_write_lat -s 2 -n "$LAT_N"
+command -v ucx_perftest >/dev/null && ucx ucxlat2 tag_lat 2 "$LAT_N"
+qperf_run tcplat2 -m 2 tcp_lat
+say "== 64-byte message rate (ib_write_bw -s 64)"
+pt_bw mr64 ib_write_bw -s 64 -n "$MR_N"
+say "== goodput with 1 % of UDP 4791 dropped on the bridge (ib_write_bw -s 65536)"
+pt_bw loss0 ib_write_bw -s 65536 -n "$(iters "$LOSS_BYTES" 65536 100000)"
+mh_loss 1 >/dev/null
+pt_bw loss1 ib_write_bw -s 65536 -n "$(iters "$LOSS_BYTES" 65536 100000)"
+put loss1.dropped "$(mh_loss_dropped)"
+mh_loss 0 >/dev/null
+for k in 1 2; do
+	mh_cli "$k" --json hosts >"$OUT/hosts$k.json" 2>&1 || mh_cli "$k" hosts --json >"$OUT/hosts$k.json" 2>&1
+	python3 - "$OUT/hosts$k.json" "$k" >>"$RES" <<'EOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception:
+    sys.exit(0)
+def find(o):
+    if isinstance(o, dict):
+        if "tx_calls" in o:
+            return o
+        for v in o.values():
+            r = find(v)
+            if r:
+                return r
+    if isinstance(o, list):
+        for v in o:
+            r = find(v)
+            if r:
+                return r
+u = find(d)
+if u:
+    k = sys.argv[2]
+    for key in ("tx_packets", "tx_calls", "rx_packets", "rx_calls"):
+        print(f"h{k}.{key} {u.get(key, 0)}")
+EOF
+done
+
+# ---- report ------------------------------------------------------------------------
+kill -TERM "$QPERF_PID" 2>/dev/null
+say
+python3 - "$RES" "$HZ" <<'EOF' | tee "$OUT/summary.txt"
+import sys
+v = {}
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) == 2:
+        try:
+            v[p[0]] = float(p[1])
+        except ValueError:
+            pass
+hz = float(sys.argv[2])
+def g(k):
+    return v.get(k)
+def r(a, b):
+    return a / b if a is not None and b else None
+def f(x, fmt="%.1f"):
+    return fmt % x if x is not None else "n/a"
+rows = []
+print("%-34s %12s %12s %12s %9s %9s" % ("WRITE bandwidth (MB/s)", "unirdma", "kernel TCP", "UCX tcp", "/TCP", "/UCX"))
+for s in (65536, 1048576):
+    a, t, u = g("wbw%d.MBps" % s), g("tcp%d" % s), g("ucx%d" % s)
+    print("%-34s %12s %12s %12s %9s %9s" % ("  %d KiB" % (s // 1024), f(a), f(t), f(u), f(r(a, t), "%.2fx"), f(r(a, u), "%.2fx")))
+    rows.append(("WRITE bw %d KiB vs TCP" % (s // 1024), ">= 1.0x", r(a, t), lambda x: x >= 1.0))
+    rows.append(("WRITE bw %d KiB vs UCX-tcp" % (s // 1024), ">= 1.0x", r(a, u), lambda x: x >= 1.0))
+l, ul, tl = g("lat2.us"), g("ucxlat2"), g("tcplat2")
+print("%-34s %12s %12s %12s %9s %9s" % ("2-byte latency (us, one way)", f(l, "%.2f"), f(tl, "%.2f"), f(ul, "%.2f"), f(r(l, tl), "%.2fx"), f(r(l, ul), "%.2fx")))
+rows.append(("2-byte latency vs UCX-tcp", "<= 1.0x", r(l, ul), lambda x: x <= 1.0))
+print("%-34s %12s" % ("64-byte message rate (Mmsg/s)", f(g("mr64.Mpps"), "%.3f")))
+g0, g1 = g("loss0.MBps"), g("loss1.MBps")
+print("%-34s %12s  (loss-free %s MB/s, %s frames dropped)" % ("goodput at 1% loss (MB/s)", f(g1), f(g0), f(g("loss1.dropped"), "%.0f")))
+rows.append(("goodput 1% loss / loss-free", ">= 0.9", r(g1, g0), lambda x: x >= 0.9))
+for k in (1, 2):
+    tp, tc, rp, rc = (g("h%d.%s" % (k, x)) for x in ("tx_packets", "tx_calls", "rx_packets", "rx_calls"))
+    print("host %d wire: %s packets sent per sendmsg-type call, %s received per receive call (%s / %s packets)" % (
+        k, f(r(tp, tc), "%.2f"), f(r(rp, rc), "%.2f"), f(tp, "%.0f"), f(rp, "%.0f")))
+print("daemon CPU seconds per GB moved (ib_write_bw; host 1 = responder, host 2 = requester):")
+for n in ("wbw65536", "wbw1048576", "mr64"):
+    b = g(n + ".bytes")
+    c1, c2 = g(n + ".cpu1"), g(n + ".cpu2")
+    if b and c1 is not None:
+        print("  %-12s host 1 %6.2f s/GB, host 2 %6.2f s/GB (%.2f GB moved)" % (n, c1 / hz / (b / 1e9), c2 / hz / (b / 1e9), b / 1e9))
+print()
+print("%-34s %-8s %10s  %s" % ("goal (issue 11)", "target", "measured", "met?"))
+for name, tgt, x, ok in rows:
+    print("%-34s %-8s %10s  %s" % (name, tgt, f(x, "%.2fx") if x is not None else "n/a", "n/a" if x is None else ("yes" if ok(x) else "NO")))
+EOF
+say "wire: $((SECONDS - T0)) s, failed runs: $FAILS; logs and raw figures in $OUT"
+[ "$FAILS" -eq 0 ]
