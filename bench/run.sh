@@ -8,7 +8,7 @@
 #   --full         every size from 2 B to 4 MiB, QPs 1..256, pairs 1..16
 #   --out DIR      where the results go (default results/<date>-<mode>)
 #   --reps N       repetitions of every measured point (quick 3, full 5)
-#   --only LIST    comma-separated sections: idle,sizes,qps,pairs,floor,ucx,perftest
+#   --only LIST    comma-separated sections: idle,sizes,qps,pairs,floor,ucx,perftest,wire
 #   --nice N       niceness of everything it runs (default -10; 0 to leave it): on a
 #                  machine shared with other work, the measured processes then lose
 #                  their cores less often
@@ -578,6 +578,24 @@ run_perftest() {
 	section_time perftest "$t0"
 }
 
+# wire: two hosts (network namespaces) over RoCEv2, bench/wire.sh; its own
+# daemons (tests/integration/mhlib.sh), results in $OUT/wire/.
+run_wire() {
+	local t0=$SECONDS
+	say "== wire: two hosts over RoCEv2 on one veth bridge vs kernel TCP and UCX over TCP (bench/wire.sh)"
+	log_cmd "UNIRDMA_BUILD=$BUILD bench/wire.sh --$MODE --out $OUT/wire"
+	UNIRDMA_BUILD=$BUILD "$TOP/bench/wire.sh" "--$MODE" --out "$OUT/wire" >"$LOGS/wire.log" 2>&1
+	local rc=$?
+	grep -v '^  |' "$LOGS/wire.log" | sed -n '/^- placement/,$p'
+	if [ "$rc" = 77 ]; then
+		say "  skipped: $(grep -m1 '^SKIP' "$LOGS/wire.log")"
+	elif [ "$rc" != 0 ]; then
+		FAILS=$((FAILS + 1))
+		say "  ! bench/wire.sh exited $rc; its log: $LOGS/wire.log"
+	fi
+	section_time wire "$t0"
+}
+
 # ---- main --------------------------------------------------------------------------
 
 say "unirdma benchmark suite: $MODE mode, results in $OUT"
@@ -601,6 +619,7 @@ want pairs && run_pairs
 want floor && run_floor
 want ucx && run_ucx
 want perftest && run_perftest
+want wire && run_wire
 
 read -r BUSY1 IDLE1 < <(cpu_busy)
 {
@@ -614,6 +633,16 @@ read -r BUSY1 IDLE1 < <(cpu_busy)
 say
 say "== report"
 python3 "$TOP/bench/report.py" "$OUT" || die "report failed"
+if [ -s "$OUT/wire/summary.txt" ]; then
+	{
+		say
+		say "## Two hosts over RoCEv2 (bench/wire.sh; raw figures and logs in wire/)"
+		say
+		say '```'
+		cat "$OUT/wire/summary.txt"
+		say '```'
+	} >>"$OUT/report.md"
+fi
 say "total time: $((SECONDS - START_S)) s; report: $OUT/report.md"
 [ "$FAILS" -eq 0 ] || say "bench: $FAILS sessions failed; their logs are in $LOGS"
 exit 0

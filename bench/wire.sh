@@ -35,9 +35,9 @@ while [ $# -gt 0 ]; do
 	shift
 done
 cd "$TOP" || exit 1
-# shellcheck source=../tests/integration/lib.sh
+# shellcheck source=tests/integration/lib.sh
 . "$TOP/tests/integration/lib.sh"
-# shellcheck source=../tests/integration/mhlib.sh
+# shellcheck source=tests/integration/mhlib.sh
 . "$TOP/tests/integration/mhlib.sh"
 
 if [ "$MODE" = quick ]; then
@@ -51,6 +51,7 @@ OUT=$(cd "$OUT" && pwd)
 RES=$OUT/wire.txt
 : >"$RES"
 T0=$SECONDS
+# shellcheck disable=SC2034 # mhlib.sh mh_pair reads it
 CLIENT_TIMEOUT=120
 
 NCPU=$(nproc)
@@ -124,7 +125,7 @@ FAILS=0
 QPERF_PID=
 UCX_PORT=13337
 qperf_server() {
-	nsenter --net="/run/netns/$(mh_ns 1)" taskset -c "$CPU_A" qperf >"$OUT/qperf.server.log" 2>&1 &
+	ip netns exec "$(mh_ns 1)" taskset -c "$CPU_A" qperf >"$OUT/qperf.server.log" 2>&1 &
 	QPERF_PID=$!
 	SERVER_PIDS+=("$QPERF_PID")
 	sleep 0.3
@@ -133,7 +134,7 @@ qperf_server() {
 qperf_run() {
 	local name=$1
 	shift
-	nsenter --net="/run/netns/$(mh_ns 2)" taskset -c "$CPU_B" timeout 60 qperf -t "$QPERF_T" --use_bits_per_sec=0 \
+	ip netns exec "$(mh_ns 2)" taskset -c "$CPU_B" timeout 60 qperf -t "$QPERF_T" \
 		"$MH_NET.1" "$@" >"$OUT/$name.qperf" 2>&1
 	awk -v n="$name" '
 		$1 == "bw" { v = $3; u = $4; m = (u ~ /^GB/) ? 1000 : (u ~ /^MB/) ? 1 : (u ~ /^KB/) ? 0.001 : 0.000001; printf "%s %.1f\n", n, v * m }
@@ -144,7 +145,7 @@ qperf_run() {
 # ucx NAME TEST SIZE N: ucx_perftest over TCP between the hosts; MB/s or us
 ucx() {
 	local name=$1 test=$2 size=$3 n=$4 port=$((UCX_PORT++)) spid i
-	UCX_TLS=tcp UCX_NET_DEVICES=ul0 nsenter --net="/run/netns/$(mh_ns 1)" taskset -c "$CPU_A" \
+	UCX_TLS=tcp UCX_NET_DEVICES=ul0 ip netns exec "$(mh_ns 1)" taskset -c "$CPU_A" \
 		timeout -k 5 90 ucx_perftest -p "$port" >"$OUT/$name.ucx.server" 2>&1 &
 	spid=$!
 	SERVER_PIDS+=("$spid")
@@ -152,7 +153,7 @@ ucx() {
 		ip netns exec "$(mh_ns 1)" ss -ltn 2>/dev/null | grep -q ":$port " && break
 		sleep 0.05
 	done
-	UCX_TLS=tcp UCX_NET_DEVICES=ul0 nsenter --net="/run/netns/$(mh_ns 2)" taskset -c "$CPU_B" \
+	UCX_TLS=tcp UCX_NET_DEVICES=ul0 ip netns exec "$(mh_ns 2)" taskset -c "$CPU_B" \
 		timeout -k 5 90 ucx_perftest "$MH_NET.1" -p "$port" -t "$test" -s "$size" -n "$n" -w $((n / 10)) -f \
 		>"$OUT/$name.ucx" 2>&1
 	wait_for_exit "$spid" 5 || kill -TERM "$spid" 2>/dev/null
