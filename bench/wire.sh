@@ -65,8 +65,13 @@ require_prog qperf ib_write_bw ib_write_lat taskset
 mh_setup 2 --etcd >/dev/null
 mh_daemon 1 || die "host 1's daemon did not start"
 mh_daemon 2 || die "host 2's daemon did not start"
-taskset -a -p -c "$CPU_A" "${MH_DPID[1]}" >/dev/null || die "cannot pin host 1's daemon"
-taskset -a -p -c "$CPU_B" "${MH_DPID[2]}" >/dev/null || die "cannot pin host 2's daemon"
+# BENCH_WIRE_PIN=0: nothing pinned (the scheduler places everything)
+if [ "${BENCH_WIRE_PIN:-1}" = 0 ]; then
+	CPU_A=0-$((NCPU - 1)) CPU_B=0-$((NCPU - 1))
+else
+	taskset -a -p -c "$CPU_A" "${MH_DPID[1]}" >/dev/null || die "cannot pin host 1's daemon"
+	taskset -a -p -c "$CPU_B" "${MH_DPID[2]}" >/dev/null || die "cannot pin host 2's daemon"
+fi
 mh_vrnic 1 1
 mh_vrnic 2 1
 mh_tenant_lan t1 >/dev/null
@@ -215,7 +220,18 @@ if u:
     k = sys.argv[2]
     for key in ("tx_packets", "tx_calls", "rx_packets", "rx_calls"):
         print(f"h{k}.{key} {u.get(key, 0)}")
+for h in d.get("hosts", []):
+    c = h.get("counters", {})
+    k = sys.argv[2]
+    print(f"h{k}.retransmits {c.get('retransmits', 0)}")
+    print(f"h{k}.timeouts {c.get('timeouts', 0)}")
+    print(f"h{k}.naks_tx {sum(c.get('naks_tx', {}).values())}")
+    print(f"h{k}.drops_psn {c.get('drops', {}).get('psn', 0)}")
 EOF
+	# shellcheck disable=SC2016 # awk's own $
+	ip netns exec "$(mh_ns "$k")" awk '$1 == "Udp:" && !h { for (i = 2; i <= NF; i++) n[i] = $i; h = 1; next }
+		$1 == "Udp:" { for (i = 2; i <= NF; i++) if (n[i] == "RcvbufErrors") print "h'"$k"'.udp_rcvbuf_errors", $i }' \
+		/proc/net/snmp >>"$RES"
 done
 
 # ---- report ------------------------------------------------------------------------
@@ -256,6 +272,9 @@ for k in (1, 2):
     tp, tc, rp, rc = (g("h%d.%s" % (k, x)) for x in ("tx_packets", "tx_calls", "rx_packets", "rx_calls"))
     print("host %d wire: %s packets sent per sendmsg-type call, %s received per receive call (%s / %s packets)" % (
         k, f(r(tp, tc), "%.2f"), f(r(rp, rc), "%.2f"), f(tp, "%.0f"), f(rp, "%.0f")))
+for k in (1, 2):
+    print("host %d RC: %s retransmitted, %s timeouts, %s NAKs sent, %s packets dropped out of sequence; UDP receive-buffer overflows %s (whole run)" % (
+        k, *(f(g("h%d.%s" % (k, x)), "%.0f") for x in ("retransmits", "timeouts", "naks_tx", "drops_psn", "udp_rcvbuf_errors"))))
 print("daemon CPU seconds per GB moved (ib_write_bw; host 1 = responder, host 2 = requester):")
 for n in ("wbw65536", "wbw1048576", "mr64"):
     b = g(n + ".bytes")
