@@ -3,7 +3,8 @@
 # bench/wire.sh: unirdma across two hosts (issue 11), measured in one run
 # against a kernel TCP stream and UCX over TCP on the same link.
 #
-# usage: bench/wire.sh [--quick|--full] [--out DIR]
+# usage: bench/wire.sh [--quick|--full] [--out DIR] [--mtu N]
+#   --mtu N   the underlay's MTU (default 1500; 9000 gives a port MTU of 4096)
 #
 # Two hosts are two network namespaces (tests/integration/mhlib.sh) on one
 # veth bridge (the underlay, MTU 1500), each with its own unirdmad
@@ -23,13 +24,14 @@
 
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd -P)
-MODE=quick OUT=
+MODE=quick OUT="" MTU=1500
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) MODE=quick ;;
 	--full) MODE=full ;;
 	--out) OUT=$2; shift ;;
-	-h | --help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--mtu) MTU=$2; shift ;;
+	-h | --help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "wire.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -62,7 +64,7 @@ get() { awk -v k="$1" '$1 == k { v = $2 } END { print v }' "$RES"; }
 
 mh_need_wire
 require_prog qperf ib_write_bw ib_write_lat taskset
-mh_setup 2 --etcd >/dev/null
+mh_setup 2 "$MTU" --etcd >/dev/null
 mh_daemon 1 || die "host 1's daemon did not start"
 mh_daemon 2 || die "host 2's daemon did not start"
 # BENCH_WIRE_PIN=0: nothing pinned (the scheduler places everything)
