@@ -125,6 +125,9 @@ int recv_sg_check(struct vr_qp *qp, const struct urd_sge *sg, uint32_t num, stru
 /* UD from the wire: the GRH, then the payload, into the next receive WQE;
  * false if there was none. */
 bool recv_deliver_ud(struct vr_qp *qp, const struct recv_info *ri, const uint8_t *data, uint32_t len);
+/* The 40-byte GRH area of a UD receive: 20 zero bytes, then the IPv4 header
+ * of a RoCEv2 packet from sip to dip whose UDP datagram is udp_len bytes. */
+void grh_fill(uint8_t grh[40], uint32_t sip, uint32_t dip, uint32_t udp_len);
 
 /* wire*.c, for the requester and the engine thread */
 enum resp_result wire_ud_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, const struct urd_opcode_info *op,

@@ -62,12 +62,13 @@ static void recv_commit(struct vr_qp *qp)
 }
 
 /* RoCEv2 over IPv4: the 40-byte GRH slot holds 20 unused bytes, then the
- * IPv4 header of the packet. */
-static void fill_grh(uint8_t grh[GRH_BYTES], const struct vr_qp *src, const struct vr_qp *dst, uint32_t len)
+ * IPv4 header of the packet (rxe's union rdma_network_hdr); udp_len is the
+ * UDP datagram's length.  Used for the wire's UD receives too. */
+void grh_fill(uint8_t grh[GRH_BYTES], uint32_t sip, uint32_t dip, uint32_t udp_len)
 {
 	uint8_t *ip = grh + 20;
 	uint32_t sum = 0;
-	uint16_t tot = htons((uint16_t)(20 + 8 + 12 + len + 4));
+	uint16_t tot = htons((uint16_t)(20 + udp_len));
 
 	memset(grh, 0, GRH_BYTES);
 	ip[0] = 0x45;
@@ -75,8 +76,8 @@ static void fill_grh(uint8_t grh[GRH_BYTES], const struct vr_qp *src, const stru
 	ip[6] = 0x40;                   /* don't fragment */
 	ip[8] = 64;                     /* ttl */
 	ip[9] = 17;                     /* UDP */
-	memcpy(ip + 12, &src->vr->vip, 4);
-	memcpy(ip + 16, &dst->vr->vip, 4);
+	memcpy(ip + 12, &sip, 4);
+	memcpy(ip + 16, &dip, 4);
 	for (int i = 0; i < 20; i += 2)
 		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
 	while (sum >> 16)
@@ -237,7 +238,7 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 		uint64_t skip = GRH_BYTES;
 		int i = 0;
 
-		fill_grh(grh, pkt->src, qp, pkt->len);
+		grh_fill(grh, pkt->src->vr->vip, qp->vr->vip, 8 + 12 + pkt->len + 4);
 		sg_copy(&qp->vr->d->eng, sg, (uint32_t)n, &g, 1, GRH_BYTES);
 		while (skip && i < n) {         /* advance the scatter list past the GRH */
 			uint64_t take = sg[i].len < skip ? sg[i].len : skip;

@@ -341,28 +341,6 @@ enum resp_result wire_ud_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, 
 	return RESP_ACK;
 }
 
-/* RoCEv2 over IPv4 (rxe): 20 bytes of zeros, then the packet's IP header. */
-static void fill_grh_wire(uint8_t grh[GRH_BYTES], uint32_t sip, uint32_t dip, uint32_t udp_len)
-{
-	uint8_t *ip = grh + 20;
-	uint32_t sum = 0;
-	uint16_t tot = htons((uint16_t)(20 + udp_len));
-
-	memset(grh, 0, GRH_BYTES);
-	ip[0] = 0x45;
-	memcpy(ip + 2, &tot, 2);
-	ip[6] = 0x40;
-	ip[8] = 64;
-	ip[9] = 17;
-	memcpy(ip + 12, &sip, 4);
-	memcpy(ip + 16, &dip, 4);
-	for (int i = 0; i < 20; i += 2)
-		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	ip[10] = (uint8_t)(~sum >> 8);
-	ip[11] = (uint8_t)~sum;
-}
 
 static void wire_ud_rx(struct vr_qp *qp, struct wire_rx *rx, uint32_t udp_len)
 {
@@ -373,7 +351,7 @@ static void wire_ud_rx(struct vr_qp *qp, struct wire_rx *rx, uint32_t udp_len)
 		rx->cnt->drops[WDROP_QKEY]++;
 		return;
 	}
-	fill_grh_wire(grh, rx->sip, rx->dip, udp_len);
+	grh_fill(grh, rx->sip, rx->dip, udp_len);
 	memset(&ri, 0, sizeof(ri));
 	ri.src_qpn = rx->h.sqpn;
 	ri.imm_be = rx->h.imm_be;
