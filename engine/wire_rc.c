@@ -22,6 +22,7 @@
  * Class C errors (access, invalid request) NAK and move the QP to error.
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,34 +217,27 @@ static void fail_head(struct vr_qp *qp, struct wire_qp *q, enum ibv_wc_status st
 static uint8_t req_opcode(const struct urd_opcode_info *op, uint32_t wr_opcode, uint32_t k, uint32_t npkts)
 {
 	bool first = k == 0, last = k + 1 == npkts;
+	/* SEND and WRITE number their positions alike from their FIRST:
+	 * +0 FIRST, +1 MIDDLE, +2 LAST, +3 LAST_IMM, +4 ONLY, +5 ONLY_IMM */
+	uint8_t base = (op->flags & URD_OPF_WRITE) ? ROCE_RC_WRITE_FIRST : ROCE_RC_SEND_FIRST;
+	uint8_t imm = (op->flags & URD_OPF_IMM) ? 1 : 0;
 
 	if (op->flags & URD_OPF_READ)
 		return ROCE_RC_READ_REQUEST;
 	if (op->flags & URD_OPF_ATOMIC)
 		return wr_opcode == URD_WR_ATOMIC_CMP_AND_SWP ? ROCE_RC_CMP_SWAP : ROCE_RC_FETCH_ADD;
-	if (op->flags & URD_OPF_WRITE) {
-		bool imm = (op->flags & URD_OPF_IMM) != 0;
-
-		if (first && last)
-			return imm ? ROCE_RC_WRITE_ONLY_IMM : ROCE_RC_WRITE_ONLY;
-		if (first)
-			return ROCE_RC_WRITE_FIRST;
-		if (last)
-			return imm ? ROCE_RC_WRITE_LAST_IMM : ROCE_RC_WRITE_LAST;
-		return ROCE_RC_WRITE_MIDDLE;
-	}
-	{
-		bool imm = (op->flags & URD_OPF_IMM) != 0;
-
-		if (first && last)
-			return imm ? ROCE_RC_SEND_ONLY_IMM : ROCE_RC_SEND_ONLY;
-		if (first)
-			return ROCE_RC_SEND_FIRST;
-		if (last)
-			return imm ? ROCE_RC_SEND_LAST_IMM : ROCE_RC_SEND_LAST;
-		return ROCE_RC_SEND_MIDDLE;
-	}
+	if (first && last)
+		return (uint8_t)(base + 4 + imm);
+	if (first)
+		return base;
+	if (last)
+		return (uint8_t)(base + 2 + imm);
+	return (uint8_t)(base + 1);
 }
+
+static_assert(ROCE_RC_SEND_ONLY_IMM - ROCE_RC_SEND_FIRST == 5 && ROCE_RC_WRITE_ONLY_IMM - ROCE_RC_WRITE_FIRST == 5 &&
+	      ROCE_RC_SEND_LAST - ROCE_RC_SEND_FIRST == ROCE_RC_WRITE_LAST - ROCE_RC_WRITE_FIRST,
+	      "SEND and WRITE opcodes share their position layout");
 
 /* Congestion window, in PSNs: additive increase (one PSN per window of
  * acknowledged PSNs), halved on a loss (a PSN-sequence NAK, a timeout), never
