@@ -352,18 +352,36 @@ static int run_create(const struct cli_cmd *cmd, int argc, char **argv)
 
 static int set_opt(int opt, const char *arg, void *ctx)
 {
+	struct create_opts *o = ctx;
+
+	if (opt == 'i') {
+		o->ip = arg;
+		return 0;
+	}
 	return setting_opt(ctx, opt, arg);
+}
+
+/* A.B.C.D or A.B.C.D/PREFIX */
+static bool valid_addr(const char *s)
+{
+	struct in_addr a;
+
+	return strchr(s, '/') ? valid_cidr(s) : inet_pton(AF_INET, s, &a) == 1;
 }
 
 static int run_set(const struct cli_cmd *cmd, int argc, char **argv)
 {
-	static const struct option longopts[] = { SETTINGS_LONGOPTS, CLI_COMMON_LONGOPTS };
+	static const struct option longopts[] = {
+		{ "ip", required_argument, NULL, 'i' },
+		SETTINGS_LONGOPTS,
+		CLI_COMMON_LONGOPTS,
+	};
 	struct create_opts o = { 0 };
 	struct json_object *req;
 	char what[128];
 	int rc, first;
 
-	rc = cli_parse(cmd, argc, argv, "", longopts, false, set_opt, &o, &first);
+	rc = cli_parse(cmd, argc, argv, "i:", longopts, false, set_opt, &o, &first);
 	if (rc >= 0) {
 		drop_settings(&o);
 		return rc;
@@ -373,10 +391,16 @@ static int run_set(const struct cli_cmd *cmd, int argc, char **argv)
 		return cli_usage_error(cmd, argc == first ? "vrnic set: NAME is missing"
 							  : "vrnic set: takes one NAME");
 	}
-	if (!o.objs[0] && !o.objs[1])
-		return cli_usage_error(cmd, "vrnic set: nothing to change (give a quota or rate option)");
+	if (!o.objs[0] && !o.objs[1] && !o.ip)
+		return cli_usage_error(cmd, "vrnic set: nothing to change (give --ip, a quota or a rate option)");
+	if (o.ip && !valid_addr(o.ip)) {
+		drop_settings(&o);
+		return cli_usage_error(cmd, "vrnic set: invalid --ip '%s': expected A.B.C.D or A.B.C.D/PREFIX", o.ip);
+	}
 	snprintf(what, sizeof(what), "vrnic set %s", argv[first]);
 	req = request("vrnic.set", argv[first]);
+	if (o.ip)
+		json_object_object_add(req, "ip", json_object_new_string(o.ip));
 	add_settings(req, &o);
 	return request_and_show(what, req);
 }
@@ -554,11 +578,20 @@ const struct cli_cmd cmd_vrnic_create = {
 };
 
 const struct cli_cmd cmd_vrnic_set = {
-	"vrnic", "set", "change a vRNIC's quotas and rate limits",
-	"usage: unirdma vrnic set NAME [QUOTA AND RATE OPTIONS]\n"
+	"vrnic", "set", "change a vRNIC's address, quotas and rate limits",
+	"usage: unirdma vrnic set NAME [--ip A.B.C.D[/PREFIX]] [QUOTA AND RATE OPTIONS]\n"
 	"\n"
 	"Change quotas and rate limits of the vRNIC NAME while it runs. Lowering a\n"
 	"quota below what is in use keeps what exists and refuses new objects.\n"
+	"All changes of one command are made, or none.\n"
+	"\n"
+	"Options:\n"
+	"  -i, --ip A.B.C.D[/P]  a new address (and GID ::ffff:A.B.C.D); without /P the\n"
+	"                        prefix stays. Refused while a program has the vRNIC\n"
+	"                        open (EBUSY: its QPs carry the old GID) and when another\n"
+	"                        vRNIC holds the address (as at create). Containers that\n"
+	"                        `unirdma exec` started before keep the old address on\n"
+	"                        their interface: start them again.\n"
 	"\n" SETTINGS_HELP,
 	run_set,
 };

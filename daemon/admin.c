@@ -354,16 +354,37 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 	if (!strcmp(cmd, "vrnic.set")) {
 		const char *name = str_field(req, "name");
 
+		const char *ip = str_field(req, "ip");
+		uint32_t vip = 0;
+		uint8_t prefix = 0;
+
 		vr = name ? vrnic_find(d, name) : NULL;
 		if (!vr) {
 			json_object_put(ok);
 			return error_json(ENOENT, name ? "no such vRNIC" : "missing \"name\"");
+		}
+		/* all or nothing: the address is judged before any setting changes */
+		ret = json_object_object_get_ex(req, "ip", NULL) && !ip ? -EINVAL :
+		      ip ? vrnic_check_addr(vr, ip, &vip, &prefix) : 0;
+		if (ret) {
+			if (ret == -EBUSY)
+				snprintf(err, sizeof(err), "vRNIC %s is in use: %u device context%s open; "
+					 "its address changes only while no program has it open", vr->name,
+					 vr->nctx, vr->nctx == 1 ? " is" : "s are");
+			else
+				snprintf(err, sizeof(err), "%s", ret == -EINVAL ? "invalid ip (A.B.C.D or A.B.C.D/P)" :
+					 ret == -EADDRINUSE ? "this ip is already a vRNIC's (in the tenant, or on this host with --underlay)" :
+					 strerror(-ret));
+			json_object_put(ok);
+			return error_json(-ret, err);
 		}
 		ret = apply_settings(vr, req, err, sizeof(err));
 		if (ret) {
 			json_object_put(ok);
 			return error_json(-ret, err);
 		}
+		if (ip)
+			vrnic_set_addr(vr, vip, prefix);
 		log_info("vrnic %s: settings changed", vr->name);
 		json_object_object_add(ok, "vrnic", vrnic_json(vr, false));
 		return ok;
@@ -477,7 +498,8 @@ static void serve(struct urd_daemon *d, int fd, long long deadline)
 	ans = directory_admin(d, req, str_field(req, "cmd"));
 	if (ans)
 		goto answer;
-	if (str_field(req, "cmd") && !strcmp(str_field(req, "cmd"), "vrnic.create")) {
+	if (str_field(req, "cmd") && (!strcmp(str_field(req, "cmd"), "vrnic.create") ||
+				      (!strcmp(str_field(req, "cmd"), "vrnic.set") && str_field(req, "ip")))) {
 		char err[256];
 		int ret = directory_vrnic_claim(d, req, err, sizeof(err));
 

@@ -21,6 +21,13 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 		    const char *ip_prefix, const struct urd_vm_cfg *vm, struct urd_vrnic **out);
 void vrnic_default_limits(struct urd_limits *l);
 int vrnic_set_limits(struct urd_vrnic *vr, const struct urd_limits *l);
+/* A new address for vr: vrnic_check_addr parses "A.B.C.D[/P]" (without /P
+ * the prefix stays) and judges it: -EINVAL bad address, -EBUSY while a device
+ * context is open (its tenants hold the old GID), -EADDRINUSE when another
+ * vRNIC clashes (as at create).  vrnic_set_addr then moves the vRNIC there:
+ * GID 0, the underlay's /32, the cluster directory.  Big lock held. */
+int vrnic_check_addr(const struct urd_vrnic *vr, const char *ip_prefix, uint32_t *ip, uint8_t *prefix);
+void vrnic_set_addr(struct urd_vrnic *vr, uint32_t ip, uint8_t prefix);
 int vrnic_set_qos(struct urd_vrnic *vr, uint64_t rate_bytes, uint64_t burst_bytes,
 		  uint64_t rate_ops, uint64_t burst_ops);
 int vrnic_delete(struct urd_daemon *d, const char *name);

@@ -1829,20 +1829,29 @@ static bool req_ip(json_object *req, uint32_t *ip)
 int directory_vrnic_claim(struct urd_daemon *d, json_object *req, char *err, size_t errlen)
 {
 	const char *name = jstr(req, "name"), *tenant = jstr(req, "tenant");
+	const char *cmd = jstr(req, "cmd");
+	bool set = cmd && !strcmp(cmd, "vrnic.set");            /* a new address */
+	char ipb[INET_ADDRSTRLEN], e2[256], tbuf[URD_NAME_MAX + 1];
+	struct urd_vrnic *vr;
 	struct pub *p, work;
-	char ipb[INET_ADDRSTRLEN], e2[256];
 	int64_t lease;
 	uint32_t ip;
 	bool mine;
 	int ret;
 
-	if (!dir.clustered || !name || !tenant || !valid_name(name) || !valid_name(tenant) || !req_ip(req, &ip))
-		return 0;       /* vrnic_create judges the request */
+	if (!dir.clustered || !name || !valid_name(name) || !req_ip(req, &ip) ||
+	    (!set && (!tenant || !valid_name(tenant))))
+		return 0;       /* vrnic_create / vrnic.set judges the request */
 	/* cluster-wide, an address is one GID: one vRNIC, whatever its tenant */
 	pthread_mutex_lock(&d->lock);
-	if (vrnic_find(d, name)) {
+	vr = vrnic_find(d, name);
+	if (set ? !vr || vr->vip == ip || vr->nctx : !!vr) {
 		pthread_mutex_unlock(&d->lock);
-		return 0;               /* vrnic_create refuses it (EEXIST) */
+		return 0;               /* refused (EEXIST, ENOENT, EBUSY) or nothing to claim */
+	}
+	if (set) {
+		snprintf(tbuf, sizeof(tbuf), "%s", vr->tenant);
+		tenant = tbuf;
 	}
 	mine = false;
 	for (int i = 0; i < URD_MAX_VRNICS; i++)

@@ -197,6 +197,18 @@ int vrnic_set_qos(struct urd_vrnic *vr, uint64_t rate_bytes, uint64_t burst_byte
 
 /* ------------------------------------------------------------- the region */
 
+/* The address as tenants read it: GID 0 ::ffff:A.B.C.D and the vIP. */
+static void write_addr(struct urd_vrnic *vr)
+{
+	struct urd_port_attr *port = &vr->hdr->port;
+
+	memset(port->gid, 0, 10);
+	port->gid[10] = 0xff;
+	port->gid[11] = 0xff;
+	memcpy(&port->gid[12], &vr->vip, 4);
+	port->vip = vr->vip;
+}
+
 static void init_header(struct urd_vrnic *vr, uint64_t file_size)
 {
 	struct urd_region_hdr *h = vr->hdr;
@@ -264,10 +276,7 @@ static void init_header(struct urd_vrnic *vr, uint64_t file_size)
 	port->active_speed = 32;            /* EDR-ish: 25 Gb/s per lane */
 	port->phys_state = 5;               /* LinkUp */
 	port->link_layer = IBV_LINK_LAYER_ETHERNET;
-	port->gid[10] = 0xff;
-	port->gid[11] = 0xff;
-	memcpy(&port->gid[12], &vr->vip, 4);
-	port->vip = vr->vip;
+	write_addr(vr);
 	if (vr->vm)
 		vm_init_header(vr);     /* VM hook: no window, URD_REGION_VM (vm.c) */
 
@@ -298,6 +307,48 @@ int vrnic_create(struct urd_daemon *d, const char *name, const char *tenant,
 		 const char *ip_prefix, struct urd_vrnic **out)
 {
 	return vrnic_create_ex(d, name, tenant, ip_prefix, NULL, out);
+}
+
+/* Whether another vRNIC than vr holds ip where vr would clash with it: in
+ * vr's tenant, or anywhere on this host once the wire is on (there an
+ * address is a GID: one vRNIC per address whatever its tenant). */
+static bool addr_taken(const struct urd_daemon *d, const struct urd_vrnic *vr, uint32_t ip)
+{
+	for (int i = 0; i < URD_MAX_VRNICS; i++) {
+		const struct urd_vrnic *o = d->vrnics[i];
+
+		if (o && o != vr && o->vip == ip && (!strcmp(o->tenant, vr->tenant) || engine_wire_on(d)))
+			return true;
+	}
+	return false;
+}
+
+int vrnic_check_addr(const struct urd_vrnic *vr, const char *ip_prefix, uint32_t *ip, uint8_t *prefix)
+{
+	int ret = parse_ip_prefix(ip_prefix, ip, prefix);
+
+	if (ret)
+		return ret;
+	if (!strchr(ip_prefix, '/'))
+		*prefix = vr->prefix;   /* an address alone keeps the prefix */
+	if (vr->nctx)
+		return -EBUSY;
+	if (addr_taken(vr->d, vr, *ip))
+		return -EADDRINUSE;
+	return 0;
+}
+
+void vrnic_set_addr(struct urd_vrnic *vr, uint32_t ip, uint8_t prefix)
+{
+	if (ip != vr->vip) {
+		underlay_addr_del(vr);
+		vr->vip = ip;
+		write_addr(vr);
+		underlay_addr_add(vr);
+		directory_vrnic_added(vr->d, vr);       /* publishes the new GID, withdraws the old */
+	}
+	vr->prefix = prefix;
+	log_info("vrnic %s: address now %s/%u", vr->name, inet_ntoa((struct in_addr){ vr->vip }), vr->prefix);
 }
 
 int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
@@ -332,15 +383,9 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 	ret = parse_ip_prefix(ip_prefix, &vr->vip, &vr->prefix);
 	if (ret)
 		goto err_free;
-	for (int i = 0; i < URD_MAX_VRNICS; i++) {
-		struct urd_vrnic *o = d->vrnics[i];
-
-		/* on the wire an address is a GID: one vRNIC per address on
-		 * this host whatever its tenant */
-		if (o && o->vip == vr->vip && (!strcmp(o->tenant, vr->tenant) || engine_wire_on(d))) {
-			ret = -EADDRINUSE;
-			goto err_free;
-		}
+	if (addr_taken(d, vr, vr->vip)) {
+		ret = -EADDRINUSE;
+		goto err_free;
 	}
 	/* Every incarnation gets a place of its own that nobody can guess or
 	 * hold on to: a tenant that kept the old directory (a bind mount, an

@@ -217,6 +217,56 @@ case_delete_in_use() {
 	checks_result
 }
 
+# refused_with RC OUTPUT TEXT: a command failed (exit 1) and said TEXT.
+refused_with() { [ "$1" = 1 ] && grep -qF -- "$3" <<<"$2"; }
+
+# vrnic set --ip: idle, the vRNIC moves (GID, traffic); in use, refused and
+# nothing changes; a duplicate or a bad address, refused.
+case_set_ip() {
+	require_prog ibv_rc_pingpong ibv_devinfo
+	local new=10.77.$SUBNET.9 out rc pid gid
+	say "+ unirdma vrnic set $VR_A --ip $new (idle)"
+	check "an idle vRNIC takes a new address" "$UNIRDMA" vrnic set "$VR_A" --ip "$new"
+	check "vrnic show reports it, prefix kept" test "$(show_json "$VR_A" | jq_py '"%s/%d" % (d["vrnic"]["ip"], d["vrnic"]["prefix"])')" = "$new/24"
+	gid=$(in_container "$VR_A" ibv_devinfo -v 2>&1 | awk '/GID\[ *0\]/ { sub(/,.*/, ""); print $NF; exit }')
+	say "  GID 0 inside a new container: $gid"
+	check "a new container's GID 0 is ::ffff:$new" test "$gid" = "::ffff:$new"
+	IP_A=$new
+	check "traffic runs to the new address" run_pair "ibv_rc_pingpong -g 0 -n 100" "ibv_rc_pingpong -g 0 -n 100 $IP_A"
+	out=$("$UNIRDMA" vrnic set "$VR_A" --ip "$IP_B" 2>&1)
+	rc=$?
+	say "  set to $VR_B's address: exit $rc: $out"
+	check "another vRNIC's address is refused (EADDRINUSE)" refused_with "$rc" "$out" 'Address already in use'
+
+	out=$("$UNIRDMA" vrnic set "$VR_A" --ip 10.77.300.1 2>&1)
+	rc=$?
+	check "a bad address is a usage error (exit 2)" test "$rc" = 2
+	"$UNIRDMA" exec "$VR_A" -- ibv_rc_pingpong -g 0 -n 100000000 >"$WORK/s.out" 2>&1 &
+	pid=$!
+	local i n=0
+	for ((i = 0; i < 100; i++)); do
+		n=$(show_json "$VR_A" | jq_py 'd["vrnic"]["contexts"]')
+		[ "$n" != 0 ] && break
+		sleep 0.05
+	done
+	out=$("$UNIRDMA" vrnic set "$VR_A" --ip 10.77.$SUBNET.10 --max-qps 77 2>&1)
+	rc=$?
+	say "  set while ibv_rc_pingpong has it open ($n context): exit $rc: $out"
+	check "a vRNIC in use is refused (EBUSY), with the reason" refused_with "$rc" "$out" 'is in use: 1 device context'
+
+	check "and nothing changed: address and quota" test \
+		"$(show_json "$VR_A" | jq_py '"%s %d" % (d["vrnic"]["ip"], d["vrnic"]["limits"]["max_qps"])')" != "10.77.$SUBNET.10 77"
+	check "the address is still $new" test "$(show_json "$VR_A" | jq_py 'd["vrnic"]["ip"]')" = "$new"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	for ((i = 0; i < 60; i++)); do
+		[ "$(show_json "$VR_A" | jq_py 'd["vrnic"]["contexts"]')" = 0 ] && break
+		sleep 0.05
+	done
+	check "once the program ended, the change is accepted" "$UNIRDMA" vrnic set "$VR_A" --ip "10.77.$SUBNET.10/24" >/dev/null
+	checks_result
+}
+
 case_permissions() {
 	require_prog setpriv
 	chmod 755 "$WORK" "$STATE"
@@ -250,6 +300,7 @@ add_case quotas case_quotas
 add_case qos case_qos
 add_case counters case_counters
 add_case delete_in_use case_delete_in_use
+add_case set_ip case_set_ip
 add_case permissions case_permissions
 add_case man_pages case_man_pages
 run_cases "$@"
