@@ -446,6 +446,23 @@ case_duplicate() {
 	check "after A deleted it, B may create it" quiet on B vrnic create d2 --tenant t2 --ip "$ip/24"
 	wait_until 1000 gid_is A "$ip" B
 	check "A sees it on B (${WAITED} ms)" [ $? = 0 ]
+	# vrnic set --ip claims its new address as create does
+	local ip2=10.79.$SUBNET.51
+	on A vrnic create d5 --tenant t1 --ip "10.79.$SUBNET.52/24" >/dev/null || return 1
+	out=$(on A vrnic set d5 --ip "$ip" 2>&1)
+	st=$?
+	say "  A: $out"
+	check "moving a vRNIC of A onto B's address is refused" [ "$st" = 1 ]
+	check "with a clear message" grep -q "served by host B" <<<"$out"
+	check "and d5 kept its address" [ "$(on A --json vrnic show d5 | jq_py 'd["vrnic"]["ip"]')" = "10.79.$SUBNET.52" ]
+	check "B moves d2 to a free address" quiet on B vrnic set d2 --ip "$ip2"
+	wait_until 1000 gid_is A "$ip2" B
+	check "A sees the new address on B (${WAITED} ms)" [ $? = 0 ]
+	check "etcd says B for it" in_etcd "/unirdma/v1/gids/$ip2" '"host":"B"'
+	wait_until 2000 quiet on A vrnic set d5 --ip "$ip"
+	check "B let the old address go: A's d5 takes it (${WAITED} ms)" [ $? = 0 ]
+	wait_until 1000 in_etcd "/unirdma/v1/gids/$ip" '"host":"A"'
+	check "etcd says A for it (${WAITED} ms)" [ $? = 0 ]
 	checks_result
 }
 

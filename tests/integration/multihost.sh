@@ -70,6 +70,11 @@ net_underlay() {
 			sh -c "ip -n $(mh_ns 2) -4 addr show dev ul0 | grep -q ' $(mh_ip 2 1)/32'"
 		check "host 1 reaches vRNIC h2v1's address (10.78.0.21) on the underlay" \
 			hping 1 "$(mh_ip 2 1)"
+		check "vrnic set h2v1 --ip $(mh_ip 2 5) (idle)" mh_cli 2 vrnic set h2v1 --ip "$(mh_ip 2 5)"
+		check "the underlay follows: the new /32 on ul0, the old one gone" \
+			sh -c "ip -n $(mh_ns 2) -4 addr show dev ul0 | grep -q ' $(mh_ip 2 5)/32' &&
+			       ! ip -n $(mh_ns 2) -4 addr show dev ul0 | grep -q ' $(mh_ip 2 1)/32'"
+		check "host 1 reaches the new address" hping 1 "$(mh_ip 2 5)"
 	else
 		say "  (unirdmad has no --underlay: vRNIC addresses on ul0 not checked)"
 	fi
