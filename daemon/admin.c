@@ -408,6 +408,16 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 	return error_json(EOPNOTSUPP, "unknown command");
 }
 
+/* Whether req was a vRNIC create, delete or set that the daemon carried out. */
+static bool vrnics_changed(json_object *req, json_object *ans)
+{
+	const char *cmd = str_field(req, "cmd");
+	json_object *ok;
+
+	return cmd && (!strcmp(cmd, "vrnic.create") || !strcmp(cmd, "vrnic.delete") || !strcmp(cmd, "vrnic.set")) &&
+	       json_object_object_get_ex(ans, "ok", &ok) && json_object_get_boolean(ok);
+}
+
 /* root, or a member (primary or supplementary group) of --admin-group.  The
  * credentials are the kernel's record of the peer at connect() (SO_PEERCRED,
  * SO_PEERGROUPS), not /proc/PID read later: that PID may be another process
@@ -511,6 +521,8 @@ static void serve(struct urd_daemon *d, int fd, long long deadline)
 	}
 	pthread_mutex_lock(&d->lock);
 	ans = handle(d, req, &shutdown);
+	if (vrnics_changed(req, ans))
+		cdi_update(d);
 	pthread_mutex_unlock(&d->lock);
 	if (claimed)
 		directory_vrnic_claim_done(d, req);

@@ -32,6 +32,7 @@ static void usage(FILE *f)
 		"usage: unirdmad [--state-dir DIR] [--foreground] [--metrics ADDR:PORT|off]\n"
 		"                [--metrics-token-file FILE] [--admin-group GROUP] [--debug]\n"
 		"                [--underlay DEV] [--cluster URL[,URL...]] [--host-name NAME]\n"
+		"                [--cdi-dir DIR|off]\n"
 		"\n"
 		"The unirdma host daemon: virtual RDMA NICs for containers and VMs.\n"
 		"  --state-dir DIR  where the admin socket and the vRNIC region files live\n"
@@ -48,6 +49,9 @@ static void usage(FILE *f)
 		"  --cluster URLS   join the cluster whose directory is the etcd at URLS\n"
 		"                   (http://IP:2379, comma separated); default: alone\n"
 		"  --host-name N    this host's name in the cluster (default: hostname)\n"
+		"  --cdi-dir DIR    keep a CDI spec of the vRNICs (kind unirdma.io/vrnic) in\n"
+		"                   DIR for podman, CRI-O, containerd, Docker (default\n"
+		"                   " URD_DEFAULT_CDI_DIR " with the default state directory, else off)\n"
 		"Manage it with unirdma(8).  SIGTERM or SIGINT stop it cleanly.\n");
 }
 
@@ -133,10 +137,12 @@ int main(int argc, char **argv)
 		{ "underlay", required_argument, NULL, 'U' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "host-name", required_argument, NULL, 'H' },
+		{ "cdi-dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *state = "/run/unirdma";
+	const char *state = URD_DEFAULT_STATE_DIR;
+	const char *cdi_dir = NULL;             /* NULL: the default (see usage) */
 	const char *metrics = "127.0.0.1:9464", *admin_group = NULL;
 	const char *metrics_token = NULL;       /* NULL: a fresh one in STATE/metrics.token */
 	const char *underlay = NULL;            /* --underlay DEV: other hosts over RoCEv2 */
@@ -159,6 +165,7 @@ int main(int argc, char **argv)
 		case 'U': underlay = optarg; break;
 		case 'C': cluster = optarg; break;
 		case 'H': host_name = optarg; break;
+		case 'D': cdi_dir = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -260,6 +267,18 @@ int main(int argc, char **argv)
 		engine_stop(d);
 		return 1;
 	}
+	if (!cdi_dir && !strcmp(state, URD_DEFAULT_STATE_DIR))
+		cdi_dir = URD_DEFAULT_CDI_DIR;
+	ret = cdi_init(d, cdi_dir && strcmp(cdi_dir, "off") ? cdi_dir : NULL);
+	if (ret) {
+		log_err("cannot keep a CDI spec: %s", strerror(-ret));
+		directory_stop(d);
+		engine_stop(d);
+		return 1;
+	}
+	pthread_mutex_lock(&d->lock);
+	cdi_update(d);          /* no vRNICs yet: removes what a killed predecessor left */
+	pthread_mutex_unlock(&d->lock);
 	ret = admin_start(d);
 	if (ret) {
 		log_err("cannot open the admin socket in %s: %s", state, strerror(-ret));
@@ -292,6 +311,7 @@ int main(int argc, char **argv)
 	pthread_mutex_lock(&d->lock);
 	vrnic_destroy_all(d);
 	pthread_mutex_unlock(&d->lock);
+	cdi_fini();
 	engine_stop(d);
 	engine_wire_stop(d);
 	snprintf(path, sizeof(path), "%s/unirdmad.pid", state);

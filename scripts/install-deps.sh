@@ -20,6 +20,7 @@ pkgs=(
 	qemu-system-x86 busybox-static cpio # VM tests: QEMU guests (tests/vm/); the kernel: see below
 	gnuplot-nox fonts-dejavu-core ucx-utils # bench/: the report's plots and their font; UCX's ucx_perftest
 	tshark                           # RoCEv2 captures dissected and checked (tests/integration/roce_wire.sh)
+	podman runc                      # CDI tests (tests/integration/podman.sh); runc: crun fails on this host's cgroups
 )
 
 # The VM tests' guest kernel comes from linux-image-amd64, fetched with

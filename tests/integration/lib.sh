@@ -40,6 +40,8 @@ CASE_NAMES=()
 CASE_CMDS=()
 SERVER_PIDS=() # background programs cleanup stops: servers, clients
 PREV_DIRS=()   # scratch and state dirs of daemons a case restarted (start_daemon)
+CLEANUP_HOOKS=() # commands cleanup evaluates first (a script's own resources)
+DAEMON_ARGS=()   # more options for unirdmad (start_daemon)
 PAIR_SEQ=0
 FAILED_CHECKS=0
 
@@ -87,6 +89,10 @@ cleanup() {
 	done
 	for pid in "${SERVER_PIDS[@]}"; do
 		wait_for_exit "$pid" 5 || kill -KILL "$pid" 2>/dev/null
+	done
+	local hook
+	for hook in "${CLEANUP_HOOKS[@]}"; do  # a script's own (podman containers, ...)
+		eval "$hook"
 	done
 	if [ -n "${DAEMON_PID:-}" ]; then
 		if kill -0 "$DAEMON_PID" 2>/dev/null; then
@@ -142,7 +148,8 @@ start_daemon() {
 	# UNIRDMA_DAEMON_ASAN_OPTIONS: the sanitizer run checks the daemon for
 	# leaks while the (uninstrumented) test programs run without
 	ASAN_OPTIONS=${UNIRDMA_DAEMON_ASAN_OPTIONS:-${ASAN_OPTIONS:-}} \
-		"$UNIRDMAD" --state-dir "$STATE" --foreground --metrics 127.0.0.1:0 >"$WORK/unirdmad.log" 2>&1 &
+		"$UNIRDMAD" --state-dir "$STATE" --foreground --metrics 127.0.0.1:0 "${DAEMON_ARGS[@]}" \
+		>"$WORK/unirdmad.log" 2>&1 &
 	DAEMON_PID=$!
 	local i
 	for ((i = 0; i < 500; i++)); do

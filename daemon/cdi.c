@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* cdi.c: the Container Device Interface spec of this daemon's vRNICs.
+ *
+ * A vRNIC is not a kernel device but a region file, our libibverbs.so.1 and
+ * a network address.  A CDI spec (cdiVersion 0.5.0, the newest podman 4.3
+ * reads) describes exactly that to any CDI-aware runtime (podman, CRI-O,
+ * containerd >= 1.7, Docker >= 25), so that
+ *
+ *     podman run --network none --device unirdma.io/vrnic=NAME IMAGE PROGRAM
+ *
+ * gives PROGRAM, in an image of its own:
+ *   - /run/unirdma/dev/NAME/region: the vRNIC's region file (bind, rw), where
+ *     the library looks by default (UNIRDMA_DEVDIR unset);
+ *   - /opt/unirdma/lib: the directory of our libibverbs.so.1 (bind, ro), with
+ *     LD_LIBRARY_PATH pointing there;
+ *   - /dev/infiniband/uverbs0: a node for tools that look for one (UCX
+ *     lists an IB device only if /dev/infiniband/<dev_name> exists);
+ *   - a createRuntime hook, `unirdma --state-dir STATE cdi-hook NAME`, that
+ *     puts an eth0 with the vRNIC's address on the tenant's bridge into the
+ *     container's network namespace, as `unirdma exec` does.
+ *
+ * The spec is one file, rewritten atomically (a temporary file renamed over
+ * it) whenever a vRNIC is created, deleted or changed, and removed when the
+ * daemon exits or has no container vRNIC (a spec without devices is invalid
+ * CDI).  VM vRNICs are not in it.  Big lock held for cdi_update: the file is
+ * small and lives on a tmpfs (/var/run). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+
+#define CDI_KIND "unirdma.io/vrnic"
+#define CDI_LIBDIR "/opt/unirdma/lib"
+
+static struct {
+	bool on;
+	char path[PATH_MAX];            /* the spec file */
+	char cli[PATH_MAX];             /* the unirdma CLI next to us: the hook */
+	char libdir[PATH_MAX];          /* our libibverbs.so.1's directory */
+	bool failed;                    /* the last write failed (logged once) */
+} cdi;
+
+/* The default state directory gets unirdma.json; any other gets a name of
+ * its own, so that daemons of several state directories never write one file. */
+static void spec_name(const char *state_dir, char *buf, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	if (!strcmp(state_dir, URD_DEFAULT_STATE_DIR)) {
+		snprintf(buf, len, "unirdma.json");
+		return;
+	}
+	for (const unsigned char *p = (const unsigned char *)state_dir; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	snprintf(buf, len, "unirdma-%08x.json", h);
+}
+
+int cdi_init(struct urd_daemon *d, const char *dir)
+{
+	const char *libdir = getenv("UNIRDMA_LIBDIR");
+	char exe[PATH_MAX], name[64], guess[PATH_MAX + 16], *bindir;
+	ssize_t n;
+
+	if (!dir)
+		return 0;
+	if (dir[0] != '/') {
+		log_err("--cdi-dir %s: an absolute path is needed", dir);
+		return -EINVAL;
+	}
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		log_err("--cdi-dir %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	spec_name(d->state_dir, name, sizeof(name));
+	if (snprintf(cdi.path, sizeof(cdi.path), "%s/%s", dir, name) >= (int)sizeof(cdi.path))
+		return -ENAMETOOLONG;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return -errno;
+	exe[n] = '\0';
+	bindir = dirname(exe);
+	snprintf(cdi.cli, sizeof(cdi.cli), "%s/unirdma", bindir);
+	if (access(cdi.cli, X_OK))
+		log_warn("cdi: %s is missing: containers given a vRNIC get no network", cdi.cli);
+	/* where the CLI's exec finds it: $UNIRDMA_LIBDIR, else <bindir>/../lib */
+	if (libdir && *libdir)
+		snprintf(guess, sizeof(guess), "%s", libdir);
+	else
+		snprintf(guess, sizeof(guess), "%s/../lib", bindir);
+	if (!realpath(guess, cdi.libdir)) {
+		log_err("cdi: the library directory %s: %s (set UNIRDMA_LIBDIR)", guess, strerror(errno));
+		return -ENOENT;
+	}
+	snprintf(guess, sizeof(guess), "%s/libibverbs.so.1", cdi.libdir);
+	if (access(guess, R_OK))
+		log_warn("cdi: %s is missing: containers would load their own libibverbs", guess);
+	cdi.on = true;
+	log_info("cdi: spec %s (kind %s, library %s)", cdi.path, CDI_KIND, cdi.libdir);
+	return 0;
+}
+
+static json_object *mount_json(const char *host, const char *cont, const char *mode)
+{
+	json_object *m = json_object_new_object(), *opts = json_object_new_array();
+
+	json_object_object_add(m, "hostPath", json_object_new_string(host));
+	json_object_object_add(m, "containerPath", json_object_new_string(cont));
+	json_object_array_add(opts, json_object_new_string("bind"));
+	json_object_array_add(opts, json_object_new_string(mode));
+	json_object_object_add(m, "options", opts);
+	return m;
+}
+
+static json_object *device_json(const struct urd_daemon *d, const struct urd_vrnic *vr)
+{
+	json_object *dev = json_object_new_object(), *ed = json_object_new_object();
+	json_object *mounts = json_object_new_array(), *nodes = json_object_new_array();
+	json_object *hooks = json_object_new_array(), *hook = json_object_new_object();
+	json_object *args = json_object_new_array(), *env = json_object_new_array(), *node;
+	char host[700], cont[128], var[128];
+
+	snprintf(host, sizeof(host), "%s/region", vr->dir);
+	snprintf(cont, sizeof(cont), "/run/unirdma/dev/%s/region", vr->name);
+	json_object_array_add(mounts, mount_json(host, cont, "rw"));
+	node = json_object_new_object();
+	json_object_object_add(node, "path", json_object_new_string("/dev/infiniband/uverbs0"));
+	json_object_object_add(node, "hostPath", json_object_new_string("/dev/null"));
+	json_object_array_add(nodes, node);
+	snprintf(var, sizeof(var), "UNIRDMA_VRNIC=%s", vr->name);
+	json_object_array_add(env, json_object_new_string(var));
+	json_object_object_add(hook, "hookName", json_object_new_string("createRuntime"));
+	json_object_object_add(hook, "path", json_object_new_string(cdi.cli));
+	json_object_array_add(args, json_object_new_string("unirdma"));
+	json_object_array_add(args, json_object_new_string("--state-dir"));
+	json_object_array_add(args, json_object_new_string(d->state_dir));
+	json_object_array_add(args, json_object_new_string("cdi-hook"));
+	json_object_array_add(args, json_object_new_string(vr->name));
+	json_object_object_add(hook, "args", args);
+	json_object_array_add(hooks, hook);
+	json_object_object_add(ed, "env", env);
+	json_object_object_add(ed, "mounts", mounts);
+	json_object_object_add(ed, "deviceNodes", nodes);
+	json_object_object_add(ed, "hooks", hooks);
+	json_object_object_add(dev, "name", json_object_new_string(vr->name));
+	json_object_object_add(dev, "containerEdits", ed);
+	return dev;
+}
+
+static int write_atomically(const char *path, const char *text)
+{
+	char tmp[PATH_MAX + 8];
+	size_t len = strlen(text), off = 0;
+	int fd, ret = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+void cdi_update(struct urd_daemon *d)
+{
+	json_object *spec, *devs, *ed, *env, *mounts;
+	int ndev = 0, ret;
+
+	if (!cdi.on)
+		return;
+	spec = json_object_new_object();
+	devs = json_object_new_array();
+	for (int i = 0; i < URD_MAX_VRNICS; i++) {
+		const struct urd_vrnic *vr = d->vrnics[i];
+
+		if (vr && !vr->vm && !vr->failed) {
+			json_object_array_add(devs, device_json(d, vr));
+			ndev++;
+		}
+	}
+	if (!ndev) {
+		json_object_put(spec);
+		json_object_put(devs);
+		if (unlink(cdi.path) && errno != ENOENT)
+			log_warn("cdi: removing %s: %s", cdi.path, strerror(errno));
+		return;
+	}
+	json_object_object_add(spec, "cdiVersion", json_object_new_string("0.5.0"));
+	json_object_object_add(spec, "kind", json_object_new_string(CDI_KIND));
+	json_object_object_add(spec, "devices", devs);
+	ed = json_object_new_object();
+	env = json_object_new_array();
+	json_object_array_add(env, json_object_new_string("LD_LIBRARY_PATH=" CDI_LIBDIR));
+	json_object_object_add(ed, "env", env);
+	mounts = json_object_new_array();
+	json_object_array_add(mounts, mount_json(cdi.libdir, CDI_LIBDIR, "ro"));
+	json_object_object_add(ed, "mounts", mounts);
+	json_object_object_add(spec, "containerEdits", ed);
+	ret = write_atomically(cdi.path, json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PRETTY |
+									JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(spec);
+	if (ret && !cdi.failed)
+		log_err("cdi: writing %s: %s (containers see the previous spec)", cdi.path, strerror(-ret));
+	else if (!ret && cdi.failed)
+		log_info("cdi: %s written again", cdi.path);
+	cdi.failed = ret != 0;
+}
+
+void cdi_fini(void)
+{
+	if (cdi.on && unlink(cdi.path) && errno != ENOENT)
+		log_warn("cdi: removing %s: %s", cdi.path, strerror(errno));
+	cdi.on = false;
+}

@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# podman.sh: vRNICs in podman containers through the CDI spec unirdmad keeps
+# (daemon/cdi.c, kind unirdma.io/vrnic).
+#   spec         the spec follows vRNIC create/delete/set, is valid CDI 0.5.0,
+#                goes when the daemon stops; a killed daemon's is removed by
+#                the next one; a relative --cdi-dir is refused
+#   two_podman   Debian's unmodified ibv_rc_pingpong, ib_write_bw and
+#                ib_read_lat between two podman containers
+#   podman_exec  the same programs between a podman container and a
+#                `unirdma exec` container
+# Podman runs with runc (podman --runtime runc), no registry: the image is
+# made here with `podman import` (merged-/usr symlinks; the host's /usr
+# bound read-only supplies the programs). The containers have --network none:
+# the spec's createRuntime hook (`unirdma cdi-hook`) gives them eth0 with
+# the vRNIC's address on the tenant's bridge. Podman 4.3 reads specs only
+# from /etc/cdi and /var/run/cdi, so the daemon writes there (a file named
+# after its state dir); everything a case makes (containers, the image, the
+# spec) is removed at its end.
+. "$(dirname "$0")/lib.sh"
+
+CASE_SETUP=: # each case starts its daemon (podman_setup, case_spec)
+CDI_DIR=/var/run/cdi
+IMAGE=localhost/unirdma-test:cdi
+LABEL=unirdma-test=podman-$$
+DAEMON_ARGS=(--cdi-dir "$CDI_DIR")
+PODMAN=(podman --runtime runc)
+RUN_OPTS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768 --network none
+	-v /usr:/usr:ro --label "$LABEL")
+# sanitizer runs: unmodified programs that load an ASan build of our library
+# need the ASan runtime first (as `unirdma exec` gives them, cmd-exec.c)
+[ -n "${UNIRDMA_EXEC_PRELOAD:-}" ] && RUN_OPTS+=(-e "LD_PRELOAD=$UNIRDMA_EXEC_PRELOAD")
+
+# The file this case's daemon writes: unirdma-<FNV-1a 32 of its state dir>.json
+spec_file() { printf '%s/unirdma-%s.json\n' "$CDI_DIR" "$(fnv1a 32 "$STATE")"; }
+
+podman_cleanup() {
+	"${PODMAN[@]}" rm -f --filter "label=$LABEL" >/dev/null 2>&1
+	"${PODMAN[@]}" rmi -f "$IMAGE" >/dev/null 2>&1
+	[ -n "${STATE:-}" ] && rm -f "$(spec_file)"
+}
+
+podman_setup() {
+	require_root
+	require_prog podman runc
+	CLEANUP_HOOKS+=(podman_cleanup)
+	start_daemon
+	local root=$WORK/rootfs
+	mkdir -p "$root"/{usr,etc,tmp,proc,sys,dev,run,opt,root} || die "mkdir failed"
+	ln -s usr/bin "$root/bin" && ln -s usr/lib "$root/lib" && ln -s usr/lib64 "$root/lib64" &&
+		ln -s usr/sbin "$root/sbin" || die "ln failed"
+	cp /etc/passwd /etc/group "$root/etc/"
+	tar -C "$root" -cf "$WORK/rootfs.tar" . || die "tar failed"
+	"${PODMAN[@]}" import "$WORK/rootfs.tar" "$IMAGE" >/dev/null 2>"$WORK/import.err" ||
+		die "podman import failed: $(cat "$WORK/import.err")"
+}
+
+# spec_devices: the spec's device names, sorted, space separated ("none" without a file)
+spec_devices() {
+	[ -f "$(spec_file)" ] || { echo none; return; }
+	python3 -c 'import json,sys; print(" ".join(sorted(d["name"] for d in json.load(open(sys.argv[1]))["devices"])))' "$(spec_file)"
+}
+
+# spec_valid: what podman 4.3 needs: cdiVersion 0.5.0, the kind, each device
+# with its region file mount (the vRNIC's real one), the library, the hook.
+spec_valid() {
+	local dirs
+	dirs=$(for v in $(spec_devices); do
+		printf '%s=%s ' "$v" "$("$UNIRDMA" --json vrnic show "$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["vrnic"]["dir"])')"
+	done)
+	python3 - "$(spec_file)" "$UNIRDMA_LIBDIR" $dirs <<'EOF'
+import json, os, sys
+spec = json.load(open(sys.argv[1]))
+libdir = os.path.realpath(sys.argv[2])
+dirs = dict(a.split("=", 1) for a in sys.argv[3:])
+assert spec["cdiVersion"] == "0.5.0", spec["cdiVersion"]
+assert spec["kind"] == "unirdma.io/vrnic", spec["kind"]
+top = spec["containerEdits"]
+assert "LD_LIBRARY_PATH=/opt/unirdma/lib" in top["env"]
+assert any(m["hostPath"] == libdir and m["containerPath"] == "/opt/unirdma/lib" and "ro" in m["options"]
+           for m in top["mounts"]), top["mounts"]
+for d in spec["devices"]:
+    e = d["containerEdits"]
+    want = dirs[d["name"]] + "/region"
+    assert any(m["hostPath"] == want and m["containerPath"] == "/run/unirdma/dev/%s/region" % d["name"]
+               for m in e["mounts"]), (want, e["mounts"])
+    assert os.path.exists(want), want
+    h = e["hooks"][0]
+    assert h["hookName"] == "createRuntime" and h["args"][-2:] == ["cdi-hook", d["name"]], h
+    assert os.access(h["path"], os.X_OK), h["path"]
+print("  spec ok:", " ".join(d["name"] for d in spec["devices"]))
+EOF
+}
+
+case_spec() {
+	require_root
+	CLEANUP_HOOKS+=(podman_cleanup)
+	start_daemon
+	check "no vRNIC, no spec" test "$(spec_devices)" = none
+	"$UNIRDMA" vrnic create pa --tenant t1 --ip "10.77.$SUBNET.1/24" >/dev/null || return 1
+	"$UNIRDMA" vrnic create pb --tenant t1 --ip "10.77.$SUBNET.2/24" >/dev/null || return 1
+	"$UNIRDMA" vrnic create pv --tenant t1 --ip "10.77.$SUBNET.3/24" --vm --vm-ram 64M >/dev/null || return 1
+	check "two container vRNICs: both in $(spec_file), the VM's not" test "$(spec_devices)" = "pa pb"
+	check "the spec is valid CDI 0.5.0 with each vRNIC's region, the library and the hook" spec_valid
+	"$UNIRDMA" vrnic delete pb >/dev/null
+	check "after delete: pa alone" test "$(spec_devices)" = pa
+	"$UNIRDMA" vrnic create pb --tenant t1 --ip "10.77.$SUBNET.2/24" >/dev/null
+	check "recreated: its new region is in the spec" spec_valid
+	check "no temporary file is left beside it" bash -c "! ls '$CDI_DIR' | grep -q '\.tmp\$'"
+	"$UNIRDMA" daemon stop >/dev/null
+	wait "$DAEMON_PID" 2>/dev/null
+	check "the daemon stopped: its spec is gone" test ! -e "$(spec_file)"
+	# a killed daemon cannot clean up; the next one on its state dir does
+	"$UNIRDMAD" --state-dir "$STATE" --foreground --metrics off --cdi-dir "$CDI_DIR" >>"$WORK/unirdmad.log" 2>&1 &
+	DAEMON_PID=$!
+	local i
+	for ((i = 0; i < 100; i++)); do "$UNIRDMA" daemon ping >/dev/null 2>&1 && break; sleep 0.05; done
+	"$UNIRDMA" vrnic create pa --tenant t1 --ip "10.77.$SUBNET.1/24" >/dev/null
+	kill -KILL "$DAEMON_PID"
+	wait "$DAEMON_PID" 2>/dev/null
+	check "SIGKILL leaves the spec" test -e "$(spec_file)"
+	umount -l "$STATE"/vrnics/*/ 2>/dev/null
+	umount -l "$STATE/vrnics" 2>/dev/null
+	"$UNIRDMAD" --state-dir "$STATE" --foreground --metrics off --cdi-dir "$CDI_DIR" >>"$WORK/unirdmad.log" 2>&1 &
+	DAEMON_PID=$!
+	for ((i = 0; i < 100; i++)); do "$UNIRDMA" daemon ping >/dev/null 2>&1 && break; sleep 0.05; done
+	check "the next daemon removed the stale spec" test ! -e "$(spec_file)"
+	local out rc
+	out=$("$UNIRDMAD" --state-dir "$WORK/st2" --foreground --metrics off --cdi-dir relative/dir 2>&1)
+	rc=$?
+	say "  --cdi-dir relative/dir: exit $rc: $(tail -n 1 <<<"$out")"
+	check "a relative --cdi-dir is refused with a reason" bash -c "[ $rc = 1 ] && grep -q 'absolute path' <<<\"\$1\"" _ "$out"
+	checks_result
+}
+
+# server_up NAME PORT: the podman container NAME listens on PORT.
+server_up() {
+	local name=$1 port=$2 i pid
+	for ((i = 0; i < 200; i++)); do
+		pid=$("${PODMAN[@]}" inspect -f '{{.State.Pid}}' "$name" 2>/dev/null)
+		[ -n "$pid" ] && [ "$pid" != 0 ] && listening "$pid" "$port" && return 0
+		[ "$("${PODMAN[@]}" inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ] || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# ppair SERVER_KIND CLIENT_KIND DESC SERVER_CMD... -- CLIENT_CMD...: the
+# server in a podman container of pa; the client in a podman container of
+# pb (CLIENT_KIND podman) or in `unirdma exec pb` (exec). Prints both ends.
+ppair() {
+	local ckind=$1 desc=$2 scmd=() ccmd=() name=srv$$-$RANDOM rc src
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do scmd+=("$1"); shift; done
+	shift
+	ccmd=("$@")
+	say "+ podman pa: ${scmd[*]}; $ckind pb: ${ccmd[*]}"
+	"${PODMAN[@]}" run -d --name "$name" "${RUN_OPTS[@]}" --device unirdma.io/vrnic=pa "$IMAGE" \
+		"${scmd[@]}" >/dev/null 2>"$WORK/$name.err" || { say "  podman run: $(cat "$WORK/$name.err")"; return 1; }
+	if ! server_up "$name" 18515; then
+		say "  the server did not listen; its log:"
+		"${PODMAN[@]}" logs "$name" 2>&1 | tail -n 5 | sed 's/^/  | /'
+		return 1
+	fi
+	if [ "$ckind" = podman ]; then
+		timeout 60 "${PODMAN[@]}" run --rm "${RUN_OPTS[@]}" --device unirdma.io/vrnic=pb "$IMAGE" \
+			"${ccmd[@]}" >"$WORK/client.out" 2>&1
+	else
+		timeout 60 "$UNIRDMA" exec pb -- "${ccmd[@]}" >"$WORK/client.out" 2>&1
+	fi
+	rc=$?
+	src=$(timeout 30 "${PODMAN[@]}" wait "$name" 2>/dev/null)
+	"${PODMAN[@]}" logs "$name" >"$WORK/server.out" 2>&1
+	"${PODMAN[@]}" rm -f "$name" >/dev/null 2>&1
+	tail -n 3 "$WORK/client.out" | sed 's/^/  client | /'
+	tail -n 2 "$WORK/server.out" | sed 's/^/  server | /'
+	check "$desc: client exit 0 ($rc), server exit 0 (${src:-none})" test "$rc/$src" = 0/0
+}
+
+# The three programs of the issue, each checked on its figures.
+three_programs() {
+	local ckind=$1 ip=10.77.$SUBNET.1
+	ppair "$ckind" ibv_rc_pingpong ibv_rc_pingpong -g 0 -n 200 -- ibv_rc_pingpong -g 0 -n 200 "$ip"
+	check "  the pingpong's iterations" grep -q '200 iters in' "$WORK/client.out"
+	ppair "$ckind" ib_write_bw ib_write_bw -F -x 0 -n 2000 -- ib_write_bw -F -x 0 -n 2000 "$ip"
+	check "  a bandwidth row with a non-zero figure" awk '$1 == 65536 && $2 == 2000 && $4 > 0 { ok = 1 } END { exit !ok }' "$WORK/client.out"
+	ppair "$ckind" ib_read_lat ib_read_lat -F -x 0 -n 2000 -- ib_read_lat -F -x 0 -n 2000 "$ip"
+	check "  a latency row" awk '$1 == 2 && $2 == 2000 && $3 > 0 { ok = 1 } END { exit !ok }' "$WORK/client.out"
+	check "both vRNICs counted the traffic" bash -c \
+		"for v in pa pb; do '$UNIRDMA' --json vrnic show \$v | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)[\"vrnic\"][\"counters\"][\"tx_bytes\"] <= 0)' || exit 1; done"
+}
+
+case_two_podman() {
+	podman_setup
+	"$UNIRDMA" vrnic create pa --tenant t1 --ip "10.77.$SUBNET.1/24" >/dev/null || return 1
+	"$UNIRDMA" vrnic create pb --tenant t1 --ip "10.77.$SUBNET.2/24" >/dev/null || return 1
+	local out
+	out=$("${PODMAN[@]}" run --rm "${RUN_OPTS[@]}" --device unirdma.io/vrnic=pa "$IMAGE" \
+		sh -c 'ibv_devices; ip -4 -o addr show eth0; ls /dev/infiniband' 2>&1)
+	sed 's/^/  | /' <<<"$out"
+	check "the container lists vRNIC pa through our library" grep -Eq '^[[:space:]]+pa[[:space:]]+[0-9a-f]{16}' <<<"$out"
+	check "its eth0 has pa's address" grep -q "inet 10.77.$SUBNET.1/24" <<<"$out"
+	check "it has /dev/infiniband/uverbs0" grep -qx uverbs0 <<<"$out"
+	three_programs podman
+	checks_result
+}
+
+case_podman_exec() {
+	podman_setup
+	"$UNIRDMA" vrnic create pa --tenant t1 --ip "10.77.$SUBNET.1/24" >/dev/null || return 1
+	"$UNIRDMA" vrnic create pb --tenant t1 --ip "10.77.$SUBNET.2/24" >/dev/null || return 1
+	three_programs exec
+	checks_result
+}
+
+add_case spec case_spec
+add_case two_podman case_two_podman
+add_case podman_exec case_podman_exec
+run_cases "$@"
