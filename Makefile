@@ -57,7 +57,7 @@ all: $(LIBIBVERBS) $(DAEMON) $(CLI) $(ENGINE_LIB) $(TESTS) $(UNITS) $(TOOLS)
 
 engine: $(ENGINE_LIB)
 
-$(BUILD)/pic/%.o: INC = $(INC_LIB)
+$(BUILD)/pic/%.o: INC = $(INC_LIB) -include lib/glibc-baseline.h
 $(BUILD)/obj/common/%.o: INC = $(INC_LIB)
 $(BUILD)/obj/core/%.o: INC = $(INC_CORE)
 $(BUILD)/obj/engine/%.o: INC = $(INC_ENGINE)
@@ -80,7 +80,7 @@ $(ENGINE_LIB): $(ENGINE_OBJ)
 $(LIBIBVERBS): $(LIB_OBJ) lib/libibverbs.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libibverbs.so.1 -Wl,--version-script=lib/libibverbs.map \
-		-Wl,-z,defs -o $@ $(LIB_OBJ) -lpthread
+		-Wl,-z,defs -o $@ $(LIB_OBJ) -Wl,--no-as-needed -l:libpthread.so.0 -Wl,--as-needed -lpthread
 	ln -sf libibverbs.so.1 $(BUILD)/lib/libibverbs.so
 
 $(DAEMON): $(DAEMON_OBJ) $(ENGINE_LIB)

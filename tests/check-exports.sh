@@ -10,7 +10,8 @@
 # Compares the defined, default-version ("name@@VERSION") dynamic symbols of
 # the library, as 'VERSION name', with shared/reference/libibverbs-exports.txt,
 # and checks that nothing else is defined in the dynamic symbol table, that
-# the version nodes and their parent chain match rdma-core 44's, and the soname.
+# the version nodes and their parent chain match rdma-core 44's, the soname,
+# and that it needs no glibc symbol version above 2.28.
 #
 # Usage: tests/check-exports.sh [path/to/libibverbs.so.1]
 #        (default: build/lib/libibverbs.so.1 in the repository)
@@ -153,6 +154,22 @@ elif ! diff -u "$tmp/want-parents" "$tmp/parents" >"$tmp/parents.diff"; then
 	echo "version node parents differ ('NODE PARENT', - for none):"
 	sed -n '3,$p' "$tmp/parents.diff" | sed 's/^/  /'
 	fail=1
+fi
+
+# The copy a container runtime injects must load in older images (glibc 2.28:
+# Debian 10, RHEL 8; lib/glibc-baseline.h). Sanitizer builds are exempt.
+glibc_max=2.28
+if objdump -T "$lib" | grep -q '__asan_init\|__tsan_init'; then
+	echo "note: a sanitizer build: its glibc symbol versions are not checked"
+else
+	need=$(objdump -T "$lib" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
+	if [ "$(printf '%s\n%s\n' "$need" "$glibc_max" | sort -V | tail -n 1)" != "$glibc_max" ]; then
+		echo "the library needs GLIBC_$need, above the baseline $glibc_max; symbols:"
+		objdump -T "$lib" | awk -v v="$need" 'index($0, "GLIBC_" v ")") { print "  " $NF }'
+		fail=1
+	else
+		echo "ok: the highest glibc version it needs is $need (baseline $glibc_max)"
+	fi
 fi
 
 nexp=$(wc -l <"$tmp/expected")
