@@ -28,8 +28,10 @@ PODMAN=(podman --runtime runc)
 RUN_OPTS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768 --network none
 	-v /usr:/usr:ro --label "$LABEL")
 # sanitizer runs: unmodified programs that load an ASan build of our library
-# need the ASan runtime first (as `unirdma exec` gives them, cmd-exec.c)
+# need the ASan runtime first (as `unirdma exec` gives them, cmd-exec.c), and
+# the run's ASAN_OPTIONS (the programs' own leaks are not ours)
 [ -n "${UNIRDMA_EXEC_PRELOAD:-}" ] && RUN_OPTS+=(-e "LD_PRELOAD=$UNIRDMA_EXEC_PRELOAD")
+[ -n "${ASAN_OPTIONS:-}" ] && RUN_OPTS+=(-e "ASAN_OPTIONS=$ASAN_OPTIONS")
 
 # The file this case's daemon writes: unirdma-<FNV-1a 32 of its state dir>.json
 spec_file() { printf '%s/unirdma-%s.json\n' "$CDI_DIR" "$(fnv1a 32 "$STATE")"; }
