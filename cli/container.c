@@ -41,6 +41,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +49,7 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,6 +250,15 @@ static int setup_dev(const char *root, const int *devfd)
 		snprintf(p, sizeof(p), "%s/dev/%s", root, dev_nodes[i]);
 		rc = bind_fd(devfd[i], false, p, MS_RDONLY | MS_NOSUID | MS_NOEXEC);
 	}
+	/* /dev/infiniband/uverbs0 (our device's dev_name, lib/device.c): UCX
+	 * lists a device only if that node exists; it never opens it. */
+	if (!rc && devfd[0] >= 0) {
+		snprintf(p, sizeof(p), "%s/dev/infiniband", root);
+		rc = mkdir_p_one(p, 0755);
+		snprintf(p, sizeof(p), "%s/dev/infiniband/uverbs0", root);
+		if (!rc)
+			rc = bind_fd(devfd[0], false, p, MS_RDONLY | MS_NOSUID | MS_NOEXEC);   /* null */
+	}
 	for (size_t i = 0; !rc && i < sizeof(links) / sizeof(links[0]); i++) {
 		snprintf(p, sizeof(p), "%s/dev/%s", root, links[i][0]);
 		if (symlink(links[i][1], p) < 0)
@@ -433,6 +444,151 @@ static int collect(const struct container_spec *spec, struct expose *ex, size_t 
 	return 0;
 }
 
+/* ---- /sys/class/infiniband: what RDMA software reads besides verbs ----
+ *
+ * There is no kernel RDMA device, so sysfs has no /sys/class/infiniband.
+ * UCX (and so Open MPI) reads a RoCE GID's type and netdev there
+ * (ports/1/gid_attrs/types/N, ndevs/N): without them it takes the GID for
+ * RoCE v1 and drops every UD packet, whose GRH area holds an IPv4 header as
+ * on RoCE v2. So /sys/class becomes a read-only tmpfs holding a bind of each
+ * class sysfs has, plus infiniband/<vRNIC> and infiniband_verbs/uverbs0 as
+ * the kernel would show this one port (GID 0 ::ffff:<ip>, RoCE v2, eth0). */
+
+static int put_file(const char *dir, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int put_file(const char *dir, const char *name, const char *fmt, ...)
+{
+	char p[PATH_MAX], text[128];
+	va_list ap;
+	int fd, n, rc = 0;
+
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= (int)sizeof(text) || snprintf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, (size_t)n) != n)
+		rc = -EIO;
+	close(fd);
+	return rc;
+}
+
+static int sys_ib_tree(const char *class, const struct vrnic_info *vi)
+{
+	unsigned char a[4];
+	char d[PATH_MAX];
+	int rc;
+
+	if (inet_pton(AF_INET, vi->ip, a) != 1)
+		return -EINVAL;
+	if (snprintf(d, sizeof(d), "%s/infiniband_verbs/uverbs0", class) >= (int)sizeof(d) - 64)
+		return -ENAMETOOLONG;
+	rc = mkdir_p(d, strlen(class), 0555);
+	if (!rc)
+		rc = put_file(d, "ibdev", "%s\n", vi->name);
+	if (!rc)
+		rc = put_file(d, "abi_version", "1\n");
+	if (snprintf(d, sizeof(d), "%s/infiniband/%s", class, vi->name) >= (int)sizeof(d) - 64)
+		return -ENAMETOOLONG;
+	if (!rc)
+		rc = mkdir_p(d, strlen(class), 0555);
+	if (!rc)
+		rc = put_file(d, "node_type", "1: CA\n");
+	strncat(d, "/ports/1", sizeof(d) - strlen(d) - 1);
+	if (!rc)
+		rc = mkdir_p(d, strlen(class), 0555);
+	if (!rc)
+		rc = put_file(d, "link_layer", "Ethernet\n");
+	if (!rc)
+		rc = put_file(d, "state", "4: ACTIVE\n");
+	if (!rc)
+		rc = put_file(d, "phys_state", "5: LinkUp\n");
+	if (!rc)
+		rc = put_file(d, "lid", "0x0\n");
+	size_t l = strlen(d);
+	strncat(d, "/gids", sizeof(d) - l - 1);
+	if (!rc)
+		rc = mkdir_p_one(d, 0555);
+	if (!rc)
+		rc = put_file(d, "0", "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", a[0], a[1], a[2], a[3]);
+	d[l] = '\0';
+	strncat(d, "/pkeys", sizeof(d) - l - 1);
+	if (!rc)
+		rc = mkdir_p_one(d, 0555);
+	if (!rc)
+		rc = put_file(d, "0", "0xffff\n");
+	d[l] = '\0';
+	strncat(d, "/gid_attrs/types", sizeof(d) - l - 1);
+	if (!rc)
+		rc = mkdir_p(d, l, 0555);
+	if (!rc)
+		rc = put_file(d, "0", "RoCE v2\n");
+	d[l] = '\0';
+	strncat(d, "/gid_attrs/ndevs", sizeof(d) - l - 1);
+	if (!rc)
+		rc = mkdir_p(d, l, 0555);
+	if (!rc)
+		rc = put_file(d, "0", "eth0\n");
+	return rc;
+}
+
+static int setup_sys_class(const char *root, const struct vrnic_info *vi)
+{
+	char class[PATH_MAX], p[PATH_MAX];
+	struct { char name[NAME_MAX + 1]; int fd; } *keep = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	DIR *dh;
+	int rc = 0;
+
+	snprintf(class, sizeof(class), "%s/sys/class", root);
+	dh = opendir(class);
+	if (!dh)
+		return -errno;
+	while ((e = readdir(dh))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			void *nk = realloc(keep, (cap = cap ? 2 * cap : 64) * sizeof(*keep));
+
+			if (!nk) {
+				rc = -ENOMEM;
+				break;
+			}
+			keep = nk;
+		}
+		snprintf(keep[n].name, sizeof(keep[n].name), "%s", e->d_name);
+		keep[n].fd = openat(dirfd(dh), e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (keep[n].fd >= 0)
+			n++;
+	}
+	closedir(dh);
+	if (!rc)
+		rc = must_mount("tmpfs", class, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k");
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (snprintf(p, sizeof(p), "%s/%s", class, keep[i].name) >= (int)sizeof(p)) {
+			rc = -ENAMETOOLONG;
+			break;
+		}
+		rc = bind_fd(keep[i].fd, true, p, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+	}
+	for (size_t i = 0; i < n; i++)
+		close(keep[i].fd);
+	free(keep);
+	if (!rc) {
+		rc = sys_ib_tree(class, vi);
+		if (rc)
+			cli_err("exec: writing /sys/class/infiniband: %s", strerror(-rc));
+	}
+	if (!rc)
+		rc = must_mount("none", class, "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
+				MS_NOEXEC, NULL);
+	return rc;
+}
+
 /* Builds the new root in a tmpfs on a scratch directory. */
 static int build_root(const struct container_spec *spec, const char *root, struct expose *ex,
 		      size_t nex, const int *regfd, const int *devfd)
@@ -454,6 +610,10 @@ static int build_root(const struct container_spec *spec, const char *root, struc
 		snprintf(p, sizeof(p), "%s/sys/firmware", root);
 		if (lstat(p, &st) == 0)
 			cover_dir(p);
+		/* but what RDMA software reads there, it must find */
+		rc = setup_sys_class(root, vi);
+		if (rc)
+			return rc;
 	}
 	rc = setup_dev(root, devfd);
 	if (rc)

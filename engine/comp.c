@@ -131,8 +131,15 @@ void complete_recv_info(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st,
 			c.imm_data = ri->imm_be;
 			c.wc_flags |= IBV_WC_WITH_IMM;
 		}
-		if (qp->type == IBV_QPT_UD)
+		if (qp->type == IBV_QPT_UD) {
 			c.wc_flags |= IBV_WC_GRH;
+			/* On a RoCE port a UD receive's sl says what the 40-byte
+			 * GRH area holds, as ConnectX reports it to user space
+			 * (the CQE's L3 header type: 0 GRH, 1 IPv6, 2 IPv4).
+			 * Ours is always RoCE v2 over IPv4 (grh_fill): UCX's UD
+			 * reads the destination from the right place by it. */
+			c.sl = URD_WC_SL_ROCE_IPV4;
+		}
 	} else {
 		c.vendor_err = st;
 	}

@@ -104,6 +104,8 @@ uint32_t vsge_advance(struct vsge *v, uint32_t n, uint64_t off);
 void sg_copy(struct engine *eng, const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len);
 
 /* What a receive completion says about the message (comp.c). */
+#define URD_WC_SL_ROCE_IPV4 2    /* wc.sl of UD receives: RoCE v2 over IPv4 (comp.c) */
+
 struct recv_info {
 	uint32_t src_qpn;
 	uint32_t imm_be;

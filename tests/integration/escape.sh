@@ -73,6 +73,7 @@ case_filesystem() {
 		echo "devs=$(ls -A /run/unirdma/dev | tr "\n" " ")"
 		echo "vrdir=$(ls -A /run/unirdma/dev/vr0 | tr "\n" " ")"
 		echo "dev=$(ls -A /dev | tr "\n" " ")"
+		echo "ib=$(ls -A /dev/infiniband | tr "\n" " ") $(stat -c %t:%T /dev/infiniband/uverbs0)"
 		touch /run/unirdma/dev/vr0/planted 2>/dev/null && echo "PLANTED beside the region"
 		mkdir /run/unirdma/dev/vr2 2>/dev/null && echo "PLANTED a device directory"
 		{ exec 9<>/run/unirdma/dev/vr0/region; } 2>/dev/null && echo "own region opens read-write"
@@ -90,7 +91,9 @@ case_filesystem() {
 	check "nothing can be planted beside it" bash -c "! grep -q PLANTED '$WORK/view.out' && [ ! -e '$dir0/planted' ]"
 	check "no other region or the admin socket through /proc" bash -c "! grep -q REACHABLE '$WORK/view.out'"
 	check "/dev holds only the minimal nodes" \
-		grep -qx "dev=fd full null ptmx pts random shm stderr stdin stdout tty urandom zero " "$WORK/view.out"
+		grep -qx "dev=fd full infiniband null ptmx pts random shm stderr stdin stdout tty urandom zero " "$WORK/view.out"
+	check "/dev/infiniband: uverbs0 alone, a null node (1:3) for tools that look for one" \
+		grep -qx "ib=uverbs0  1:3" "$WORK/view.out"
 	check "/proc/self/status: every capability set empty" \
 		bash -c "[ \"\$(grep -cE '^Cap(Inh|Prm|Eff|Bnd|Amb):0{16}$' '$WORK/view.out')\" = 5 ]"
 	check "/proc/self/status: NoNewPrivs 1, Seccomp 2 (filter)" \

@@ -9,7 +9,8 @@
  *   QPN; qp_num = the receiver's (ibv_poll_cq(3): src_qp is valid for UD).
  *   The GRH carries the addresses: either as an IPv6 GRH (sgid at bytes 8..23,
  *   dgid at 24..39) or, for RoCEv2 over IPv4, an IPv4 header in bytes 20..39
- *   (source address at 32, destination at 36).
+ *   (source address at 32, destination at 36). wc.sl says which, as ConnectX
+ *   reports it on a RoCE port (0 GRH, 1 IPv6, 2 IPv4): UCX's UD reads it.
  * - ibv_create_ah_from_wc on the received completion gives an AH that
  *   reaches the sender back.
  * - A wrong Q_Key: the sender completes (UD is unreliable), the packet is
@@ -103,6 +104,7 @@ int main(void)
 	t_expect_wc(bcq, &wc, 1, IBV_WC_SUCCESS, IBV_WC_RECV);
 	CHECK_EQ(wc.byte_len, GRH + PAY);
 	CHECK(wc.wc_flags & IBV_WC_GRH);
+	CHECK_EQ(wc.sl, 2);     /* what the GRH area holds: RoCE v2 over IPv4, as ConnectX says */
 	CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
 	CHECK_EQ(wc.imm_data, htonl(0xabcdef01));
 	CHECK_EQ(wc.src_qp, a->qp_num);
@@ -135,6 +137,7 @@ int main(void)
 	t_expect_wc(acq, &wc, 2, IBV_WC_SUCCESS, IBV_WC_RECV);
 	CHECK_EQ(wc.byte_len, GRH + 64);
 	CHECK(wc.wc_flags & IBV_WC_GRH);
+	CHECK_EQ(wc.sl, 2);     /* what the GRH area holds: RoCE v2 over IPv4, as ConnectX says */
 	CHECK(!(wc.wc_flags & IBV_WC_WITH_IMM));
 	CHECK_EQ(wc.src_qp, b->qp_num);
 	check_grh(abuf, &B.gid, &A.gid);
