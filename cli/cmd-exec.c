@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <limits.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -74,17 +76,53 @@ int exec_prepare_env(const char *devdir, const char *vrnic_name)
 	return 0;
 }
 
-/* --no-container: the program runs on the host and sees the vRNIC through
- * a private device directory holding one symlink. */
-static int run_on_host(const struct vrnic_info *vi, char **argv)
+/* --net: the child, in a network namespace of its own, waits for its eth0
+ * (the parent attaches it to the tenant's bridge), sets it up and runs argv. */
+static void net_child(const struct vrnic_info *vi, int ready_w, int go_r, char **argv)
 {
-	char tmpl[] = "/tmp/unirdma-exec.XXXXXX", link[PATH_MAX];
+	char c = 0;
+
+	if (unshare(CLONE_NEWNET)) {
+		cli_err("exec: a network namespace for PROGRAM: %s", strerror(errno));
+		_exit(CLI_EXIT_SETUP);
+	}
+	if (write(ready_w, &c, 1) != 1 || read(go_r, &c, 1) != 1 || c != 'g')
+		_exit(CLI_EXIT_SETUP);          /* the parent said why */
+	close(ready_w);
+	close(go_r);
+	if (net_setup_inside(vi->ip, vi->prefix))
+		_exit(CLI_EXIT_SETUP);
+	proc_exec_or_die(argv);
+}
+
+/* --no-container: the program runs on the host and sees the vRNIC through
+ * a private device directory holding one symlink; with net, in a network
+ * namespace of its own on the tenant's network with the vRNIC's address. */
+static int run_on_host(const struct vrnic_info *vi, char **argv, bool net)
+{
+	char tmpl[] = "/tmp/unirdma-exec.XXXXXX", link[PATH_MAX], nsname[64], c;
+	int ready[2] = { -1, -1 }, go[2] = { -1, -1 };
 	pid_t pid;
 	int rc;
 
+	if (net) {
+		net_ns_name(cli_state_dir_resolved(), vi->tenant, nsname, sizeof(nsname));
+		rc = net_ensure_bridge(nsname);
+		if (rc) {
+			cli_err("exec: bridge network %s: %s", nsname, strerror(-rc));
+			return CLI_EXIT_SETUP;
+		}
+		if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC)) {
+			cli_err("exec: pipe: %s", strerror(errno));
+			rc = CLI_EXIT_SETUP;
+			goto close_pipes;
+		}
+	}
+
 	if (!mkdtemp(tmpl)) {
 		cli_err("exec: mkdtemp: %s", strerror(errno));
-		return CLI_EXIT_SETUP;
+		rc = CLI_EXIT_SETUP;
+		goto close_pipes;
 	}
 	snprintf(link, sizeof(link), "%s/%s", tmpl, vi->name);
 	if (symlink(vi->dir, link) < 0) {
@@ -103,13 +141,33 @@ static int run_on_host(const struct vrnic_info *vi, char **argv)
 		rc = CLI_EXIT_SETUP;
 		goto remove_link;
 	}
-	if (pid == 0)
+	if (pid == 0) {
+		if (net)
+			net_child(vi, ready[1], go[0], argv);
 		proc_exec_or_die(argv);
+	}
+	if (net) {
+		close(ready[1]);
+		close(go[0]);
+		ready[1] = go[0] = -1;
+		/* only once the child is in its own namespace: the veth's
+		 * peer goes wherever pid's network namespace is */
+		c = read(ready[0], &c, 1) == 1 && net_attach(nsname, pid) == 0 ? 'g' : 'n';
+		if (write(go[1], &c, 1) != 1 || c != 'g')
+			cli_err("exec: PROGRAM's network could not be set up");
+	}
 	rc = proc_wait_forward(pid);
 remove_link:
 	unlink(link);
 remove_dir:
 	rmdir(tmpl);
+close_pipes:
+	for (int i = 0; i < 2; i++) {
+		if (ready[i] >= 0)
+			close(ready[i]);
+		if (go[i] >= 0)
+			close(go[i]);
+	}
 	return rc;
 }
 
@@ -291,7 +349,7 @@ static int check_nesting(const struct pathlist *ro, const struct pathlist *rw)
 }
 
 struct exec_opts {
-	bool no_container;
+	bool no_container, net;
 	const char *pidfile;
 	struct pathlist ro, rw;
 	int keep_fds[CLI_KEEP_FDS_MAX];
@@ -343,6 +401,8 @@ static int exec_opt(int opt, const char *arg, void *ctx)
 
 	if (opt == 'H')
 		o->no_container = true;
+	else if (opt == 'N')
+		o->net = true;
 	else if (opt == 'p')
 		o->pidfile = arg;
 	else if (opt == 'r')
@@ -360,6 +420,7 @@ static int run_exec(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "no-container", no_argument, NULL, 'H' },
+		{ "net", no_argument, NULL, 'N' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "ro", required_argument, NULL, 'r' },
 		{ "rw", required_argument, NULL, 'w' },
@@ -404,7 +465,11 @@ static int run_exec(const struct cli_cmd *cmd, int argc, char **argv)
 			rc = cli_usage_error(cmd, "exec: --pidfile, --ro, --rw and --keep-fd need a container");
 			goto out;
 		}
-		rc = run_on_host(&vi, spec.argv);
+		rc = run_on_host(&vi, spec.argv, o.net);
+		goto out;
+	}
+	if (o.net) {
+		rc = cli_usage_error(cmd, "exec: --net goes with --no-container (a container has its network anyway)");
 		goto out;
 	}
 	/* The test suite names its build and scratch trees here. */
@@ -442,7 +507,7 @@ out:
 
 const struct cli_cmd cmd_exec = {
 	"exec", NULL, "run a program as a tenant of a vRNIC (in a container)",
-	"usage: unirdma exec [--no-container] [--pidfile FILE] [--ro PATH]... [--rw PATH]...\n"
+	"usage: unirdma exec [--no-container [--net]] [--pidfile FILE] [--ro PATH]... [--rw PATH]...\n"
 	"                    [--keep-fd N]... VRNIC [--] PROGRAM [ARGS...]\n"
 	"\n"
 	"Run PROGRAM as a tenant of the vRNIC VRNIC, like `ip netns exec`: unmodified\n"
@@ -473,6 +538,11 @@ const struct cli_cmd cmd_exec = {
 	"Options:\n"
 	"  --no-container   run PROGRAM on the host, with UNIRDMA_DEVDIR a temporary\n"
 	"                   directory holding only a link to the vRNIC's directory\n"
+	"  --net            with --no-container: PROGRAM runs in a network namespace of\n"
+	"                   its own whose eth0 has the vRNIC's address on its tenant's\n"
+	"                   bridge, as a container's: for launchers that must reach\n"
+	"                   containers, such as mpirun with `unirdma rsh` (give such a\n"
+	"                   launcher a vRNIC of its own: one address, one interface)\n"
 	"  --pidfile FILE   write the host PID of the container's init to FILE while it\n"
 	"                   runs (/proc/PID/ns/net and /proc/PID/net/tcp then belong to\n"
 	"                   the container); the file is written under a mkstemp name\n"
@@ -493,4 +563,70 @@ const struct cli_cmd cmd_exec = {
 	"command; 125 container setup failed; 126 PROGRAM not executable; 127 PROGRAM\n"
 	"not found.\n",
 	run_exec,
+};
+
+extern const struct cli_cmd cmd_exec;
+
+/* `unirdma rsh HOST COMMAND...`: an rsh for launchers (mpirun's
+ * plm_rsh_agent): COMMAND, as one shell command line, in a fresh container
+ * of the vRNIC named HOST.  The container also shows this program's own file
+ * (read-only), because Open MPI's orted checks that its launcher's agent
+ * exists where it runs. */
+static int run_rsh(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	char self[PATH_MAX], *line = NULL, *xargv[12];
+	size_t len = 0;
+	FILE *f;
+	ssize_t n;
+	int rc, first, k = 0;
+
+	rc = cli_parse(cmd, argc, argv, "", (const struct option[]){ CLI_COMMON_LONGOPTS }, true,
+		       NULL, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first < 2)
+		return cli_usage_error(cmd, argc == first ? "rsh: HOST is missing" : "rsh: COMMAND is missing");
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0) {
+		cli_err("rsh: /proc/self/exe: %s", strerror(errno));
+		return CLI_EXIT_SETUP;
+	}
+	self[n] = '\0';
+	/* the words joined by spaces, as rsh and ssh pass them to the remote shell */
+	f = open_memstream(&line, &len);
+	if (!f)
+		return CLI_EXIT_SETUP;
+	for (int i = first + 1; i < argc; i++)
+		fprintf(f, "%s%s", i > first + 1 ? " " : "", argv[i]);
+	if (fclose(f))
+		return CLI_EXIT_SETUP;
+	xargv[k++] = "exec";
+	xargv[k++] = "--ro";
+	xargv[k++] = self;
+	xargv[k++] = argv[first];
+	xargv[k++] = "--";
+	xargv[k++] = "/bin/sh";
+	xargv[k++] = "-c";
+	xargv[k++] = line;
+	xargv[k] = NULL;
+	rc = run_exec(&cmd_exec, k, xargv);
+	free(line);
+	return rc;
+}
+
+const struct cli_cmd cmd_rsh = {
+	"rsh", NULL, "run a shell command in a container of a vRNIC (an agent for mpirun)",
+	"usage: unirdma rsh HOST COMMAND [ARGS...]\n"
+	"\n"
+	"Run COMMAND and ARGS, joined by spaces into one /bin/sh command line as rsh\n"
+	"and ssh do, in a fresh container of the vRNIC named HOST (see exec). For\n"
+	"launchers that start their daemons through an rsh, such as Open MPI:\n"
+	"\n"
+	"  unirdma exec --no-container --net LAUNCHER -- mpirun --host vr0,vr1 \\\n"
+	"      --mca plm_rsh_agent \"$(command -v unirdma) rsh\" ...\n"
+	"\n"
+	"runs mpirun on the host in the tenant's network (LAUNCHER: a vRNIC of its\n"
+	"own) and each rank in a container of vr0 and vr1. The container also shows\n"
+	"unirdma itself, read-only: orted checks that its agent exists.\n",
+	run_rsh,
 };

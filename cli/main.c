@@ -26,13 +26,13 @@ struct cli_globals cli;
 extern const struct cli_cmd cmd_vrnic_create, cmd_vrnic_delete, cmd_vrnic_list,
 	cmd_vrnic_show, cmd_vrnic_set, cmd_daemon_ping, cmd_daemon_stop, cmd_exec, cmd_net_down,
 	cmd_vm_args, cmd_hosts, cmd_cluster_gids, cmd_cluster, cmd_peer_admit, cmd_peer_remove,
-	cmd_cdi_hook;
+	cmd_cdi_hook, cmd_rsh;
 
 static const struct cli_cmd *const commands[] = {
 	&cmd_vrnic_create, &cmd_vrnic_delete, &cmd_vrnic_list, &cmd_vrnic_show, &cmd_vrnic_set,
 	&cmd_exec, &cmd_daemon_ping, &cmd_daemon_stop, &cmd_net_down, &cmd_vm_args,
 	&cmd_hosts, &cmd_cluster_gids, &cmd_cluster, &cmd_peer_admit, &cmd_peer_remove,       /* cmd-cluster.c */
-	&cmd_cdi_hook,
+	&cmd_cdi_hook, &cmd_rsh,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

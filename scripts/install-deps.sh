@@ -21,6 +21,7 @@ pkgs=(
 	gnuplot-nox fonts-dejavu-core ucx-utils # bench/: the report's plots and their font; UCX's ucx_perftest
 	tshark                           # RoCEv2 captures dissected and checked (tests/integration/roce_wire.sh)
 	podman runc                      # CDI tests (tests/integration/podman.sh); runc: crun fails on this host's cgroups
+	openmpi-bin netpipe-openmpi      # MPI over UCX on vRNICs (tests/integration/mpi.sh)
 )
 
 # The VM tests' guest kernel comes from linux-image-amd64, fetched with
