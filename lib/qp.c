@@ -181,6 +181,8 @@ static int build_send(struct urd_qp *qp, const struct ibv_send_wr *wr)
 		if (total > qp->max_inline)
 			return post_err(qp, EINVAL, "inline data too long");
 		for (int i = 0; i < wr->num_sge; i++) {
+			if (!wr->sg_list[i].length)
+				continue;       /* may have addr 0 (UCX posts such SGEs) */
 			memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
 			dst += wr->sg_list[i].length;
@@ -481,7 +483,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 	}
 	dst = (uint8_t *)w + URD_SEND_WQE_HDR;
 	for (size_t i = 0; i < num_buf; i++) {
-		memcpy(dst, buf_list[i].addr, buf_list[i].length);
+		if (buf_list[i].length)         /* addr may be NULL then */
+			memcpy(dst, buf_list[i].addr, buf_list[i].length);
 		dst += buf_list[i].length;
 	}
 	w->num_sge = 0;

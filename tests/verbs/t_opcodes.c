@@ -274,7 +274,7 @@ static void op_inline(enum ibv_wr_opcode op, uint32_t seed)
 	uint32_t L = acap.max_inline_data;
 	uint32_t part[3];
 	uint8_t *buf[3];
-	struct ibv_sge ssg[3], rsg[3];
+	struct ibv_sge ssg[4], rsg[3];
 	struct ibv_wc wc;
 	size_t pos = 0;
 
@@ -293,6 +293,7 @@ static void op_inline(enum ibv_wr_opcode op, uint32_t seed)
 		ssg[i] = t_sge(buf[i], part[i], 0);	/* lkey is not checked */
 		pos += part[i];
 	}
+	ssg[3] = (struct ibv_sge){ .addr = 0, .length = 0 };	/* UCX posts these: no bytes, no read */
 	if (send) {
 		sge_list(rsg, dst, 3);
 		CHECK_OK(t_post_recv(bqp, 0xB0 + seed, rsg, 3));
@@ -300,7 +301,7 @@ static void op_inline(enum ibv_wr_opcode op, uint32_t seed)
 		CHECK_OK(t_post_recv(bqp, 0xB0 + seed, NULL, 0));
 	}
 	arm();
-	CHECK_OK(t_post(aqp, 0xA0 + seed, op, ssg, 3,
+	CHECK_OK(t_post(aqp, 0xA0 + seed, op, ssg, 4,
 			IBV_SEND_SIGNALED | IBV_SEND_INLINE,
 			send ? 0 : (uintptr_t)tgt, send ? 0 : mr_t->rkey, IMM));
 	for (int i = 0; i < 3; i++)
@@ -388,7 +389,7 @@ int main(int argc, char **argv)
 	memset(&cap, 0, sizeof(cap));
 	cap.max_send_wr = 16;
 	cap.max_recv_wr = 16;
-	cap.max_send_sge = 3;
+	cap.max_send_sge = 4;
 	cap.max_recv_sge = 3;
 	cap.max_inline_data = 128;
 	acap = cap;
