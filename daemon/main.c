@@ -125,6 +125,17 @@ static void clean_stale(const char *dir)
 	closedir(dh);
 }
 
+/* The tmpfs main mounted on STATE/vrnics, while a return from main must
+ * take it away (exit handlers run then; daemon()'s parent leaves with
+ * _exit, and children the daemon forks exec or _exit). */
+static char startup_mount[PATH_MAX];
+
+static void undo_startup_mount(void)
+{
+	if (startup_mount[0])
+		umount2(startup_mount, MNT_DETACH);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -174,6 +185,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (cdi_dir && strcmp(cdi_dir, "off") && cdi_dir[0] != '/') {
+		fprintf(stderr, "unirdmad: --cdi-dir %s: an absolute path is needed (or off)\n", cdi_dir);
+		return 2;
+	}
 	if (strlen(state) > 300) {
 		fprintf(stderr, "unirdmad: state directory path too long\n");
 		return 2;
@@ -206,6 +221,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	mounted_tmpfs = ensure_tmpfs(path);
+	if (mounted_tmpfs) {    /* a start that fails from here on leaves no mount behind */
+		snprintf(startup_mount, sizeof(startup_mount), "%s", path);
+		atexit(undo_startup_mount);
+	}
 	if (!foreground && daemon(1, 0)) {
 		fprintf(stderr, "unirdmad: cannot detach: %s\n", strerror(errno));
 		return 1;
@@ -319,6 +338,7 @@ int main(int argc, char **argv)
 	if (mounted_tmpfs) {
 		snprintf(path, sizeof(path), "%s/vrnics", state);
 		umount2(path, MNT_DETACH);
+		startup_mount[0] = '\0';
 	}
 	log_info("stopped");
 	return 0;

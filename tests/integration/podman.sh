@@ -131,7 +131,8 @@ case_spec() {
 	out=$("$UNIRDMAD" --state-dir "$WORK/st2" --foreground --metrics off --cdi-dir relative/dir 2>&1)
 	rc=$?
 	say "  --cdi-dir relative/dir: exit $rc: $(tail -n 1 <<<"$out")"
-	check "a relative --cdi-dir is refused with a reason" bash -c "[ $rc = 1 ] && grep -q 'absolute path' <<<\"\$1\"" _ "$out"
+	check "a relative --cdi-dir is a usage error, with a reason" bash -c "[ $rc = 2 ] && grep -q 'absolute path' <<<\"\$1\"" _ "$out"
+	check "refused before the daemon touched anything" test ! -e "$WORK/st2"
 	checks_result
 }
 
