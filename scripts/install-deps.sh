@@ -22,6 +22,7 @@ pkgs=(
 	tshark                           # RoCEv2 captures dissected and checked (tests/integration/roce_wire.sh)
 	podman runc                      # CDI tests (tests/integration/podman.sh); runc: crun fails on this host's cgroups
 	openmpi-bin netpipe-openmpi      # MPI over UCX on vRNICs (tests/integration/mpi.sh)
+	libfabric-bin                    # fi_info, fi_pingpong over the verbs provider (tests/integration/libfabric.sh)
 )
 
 # The VM tests' guest kernel comes from linux-image-amd64, fetched with
