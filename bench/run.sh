@@ -8,7 +8,7 @@
 #   --full         every size from 2 B to 4 MiB, QPs 1..256, pairs 1..16
 #   --out DIR      where the results go (default results/<date>-<mode>)
 #   --reps N       repetitions of every measured point (quick 3, full 5)
-#   --only LIST    comma-separated sections: idle,sizes,qps,pairs,floor,ucx,perftest,wire
+#   --only LIST    comma-separated sections: idle,sizes,qps,pairs,floor,ucx,perftest,wire,app
 #   --nice N       niceness of everything it runs (default -10; 0 to leave it): on a
 #                  machine shared with other work, the measured processes then lose
 #                  their cores less often
@@ -91,6 +91,7 @@ if [ "$MODE" = quick ]; then
 	IDLE_S=5
 	UCX_BYTES=$((4 << 30)) UCX_LAT_N=20000
 	PT_LAT_N=1000 PT_LAT_N_FWD=300 PT_BW_SIZES="64 1048576"
+	APP_N=100 APP_REPS=1
 else
 	SIZES=$(pow2s 2 4194304)
 	: "${REPS:=5}"
@@ -100,6 +101,7 @@ else
 	IDLE_S=20
 	UCX_BYTES=$((16 << 30)) UCX_LAT_N=100000
 	PT_LAT_N=10000 PT_LAT_N_FWD=2000 PT_BW_SIZES="64 4096 65536 1048576"
+	APP_N=1000 APP_REPS=3
 fi
 
 NCPU=$(nproc)
@@ -596,6 +598,74 @@ run_wire() {
 	section_time wire "$t0"
 }
 
+# app_run NAME TLS [VAR=VALUE]: NetPIPE (NPopenmpi, Open MPI over UCX) from 1 B to 1 MiB;
+# NAME unirdma* runs its ranks in containers of b0 and b1 (mpirun in the tenant's
+# network on vRNIC bl, `unirdma rsh`, as the README shows), NAME sm both ranks on
+# the host. Ranks unpinned (mpirun --bind-to none); the engine keeps its CPU.
+app_run() {
+	local name=$1 tls=$2 extra=${3:-} dat=$OUT/app/$1.dat
+	local common=(--allow-run-as-root --leave-session-attached -np 2 --bind-to none --mca pml ucx --mca btl self
+		-x "UCX_TLS=$tls" -x OMPI_ALLOW_RUN_AS_ROOT=1 -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+	[ -n "$extra" ] && common+=(-x "$extra")
+	local np=(NPopenmpi -p 0 -u 1048576 -n "$APP_N" -o "$dat")
+	if [ "$name" = sm ]; then
+		# Open MPI takes UCX only over the transports it knows for networks
+		# unless told that any will do
+		common+=(--mca pml_ucx_tls any --mca pml_ucx_devices any)
+		log_cmd "mpirun ${common[*]} --host localhost:2 ${np[*]}"
+		(cd "$OUT/app" && timeout -k 5 300 mpirun "${common[@]}" --host localhost:2 "${np[@]}") \
+			>"$LOGS/app.$name.log" 2>&1
+	else
+		log_cmd "unirdma exec --no-container --net bl -- mpirun ${common[*]} --host b0,b1 --mca plm_rsh_agent '$UNIRDMA rsh' ... ${np[*]}"
+		(cd "$OUT/app" && UNIRDMA_EXEC_RW=$OUT/app timeout -k 5 300 "$UNIRDMA" exec --no-container --net bl -- \
+			mpirun "${common[@]}" --host b0,b1 --mca plm_rsh_agent "$UNIRDMA rsh" \
+			--mca plm_rsh_no_tree_spawn 1 --mca routed direct --mca oob_tcp_if_include eth0 "${np[@]}") \
+			>"$LOGS/app.$name.log" 2>&1
+	fi
+	[ -s "$dat" ] || { FAILS=$((FAILS + 1)); say "  ! NetPIPE $name failed: $(tail -n 2 "$LOGS/app.$name.log" | tr '\n' ' ')"; }
+}
+
+# app_fig NAME: "lat_us MBps@64KiB MBps@1MiB" from NetPIPE's table (bytes, Mbit/s, seconds)
+app_fig() {
+	awk '$1 == 1 { lat = $3 * 1e6 } $1 == 65536 { k = $2 / 8 } $1 == 1048576 { m = $2 / 8 }
+		END { printf "%.2f %.0f %.0f\n", lat, k, m }' "$OUT/app/$1.dat" 2>/dev/null
+}
+
+run_app() {
+	local t0=$SECONDS rep
+	if ! command -v NPopenmpi >/dev/null || ! command -v mpirun >/dev/null; then
+		say "== app: NetPIPE/Open MPI are not installed (apt-get install netpipe-openmpi openmpi-bin); skipped"
+		return
+	fi
+	say "== app: NetPIPE (Open MPI over UCX): unirdma rc_verbs in containers vs UCX shared memory vs forwarding"
+	mkdir -p "$OUT/app"
+	"$UNIRDMA" vrnic create bl --tenant bench --ip 10.99.0.250/24 >/dev/null || die "vrnic create bl failed"
+	{
+		printf '%-26s %12s %16s %16s\n' "NetPIPE, $APP_REPS runs" "latency us" "64 KiB MB/s" "1 MiB MB/s"
+		for ((rep = 1; rep <= APP_REPS; rep++)); do
+			app_run sm sm,self
+			app_run unirdma rc_verbs,ud_verbs,self
+			app_run forward rc_verbs,ud_verbs,self UNIRDMA_DATAPATH=forward
+			for n in sm unirdma forward; do
+				read -r l k m <<<"$(app_fig "$n")"
+				printf '%-26s %12s %16s %16s\n' "$n (run $rep)" "${l:-?}" "${k:-?}" "${m:-?}"
+				echo "$n $l $k $m" >>"$OUT/app/figures.txt"
+			done
+		done
+		awk '{ l[$1] += $2; k[$1] += $3; m[$1] += $4; c[$1]++ }
+			END {
+				for (n in c) { l[n] /= c[n]; k[n] /= c[n]; m[n] /= c[n] }
+				if (!c["sm"] || !m["sm"]) exit
+				printf "unirdma / sm at 1 MiB: %.2fx (goal >= 0.9); at 64 KiB %.2fx; latency %.2fx\n", m["unirdma"] / m["sm"], k["unirdma"] / k["sm"], l["unirdma"] / l["sm"]
+				if (m["forward"] > 0)
+					printf "forward / sm at 1 MiB: %.2fx; unirdma / forward %.2fx\n", m["forward"] / m["sm"], m["unirdma"] / m["forward"]
+			}' "$OUT/app/figures.txt"
+		say "placement: ranks unpinned (2 ranks, mpirun --bind-to none), the engine on CPU $CPU_ENGINE"
+	} | tee "$OUT/app/summary.txt"
+	"$UNIRDMA" vrnic delete bl >/dev/null
+	section_time app "$t0"
+}
+
 # ---- main --------------------------------------------------------------------------
 
 say "unirdma benchmark suite: $MODE mode, results in $OUT"
@@ -620,6 +690,7 @@ want floor && run_floor
 want ucx && run_ucx
 want perftest && run_perftest
 want wire && run_wire
+want app && run_app
 
 read -r BUSY1 IDLE1 < <(cpu_busy)
 {
@@ -637,6 +708,16 @@ if compgen -G "$RAW/*.jsonl" >/dev/null; then
 else
 	say "(no single-host section ran: the report has only the wire)"
 	: >"$OUT/report.md"
+fi
+if [ -s "$OUT/app/summary.txt" ]; then
+	{
+		say
+		say "## An application: NetPIPE over Open MPI and UCX (raw tables in app/)"
+		say
+		say '```'
+		cat "$OUT/app/summary.txt"
+		say '```'
+	} >>"$OUT/report.md"
 fi
 if [ -s "$OUT/wire/summary.txt" ]; then
 	{
