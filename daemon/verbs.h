@@ -38,7 +38,7 @@ void mr_free(struct vr_mr *mr, bool defer);
 bool mem_reap_later(const struct urd_vrnic *vr);
 void mem_ctx_release(struct urd_vrnic *vr, struct vr_ctx *ctx);
 /* cq.c */
-handler_fn op_create_cq, op_destroy_cq;
+handler_fn op_create_cq, op_destroy_cq, op_resize_cq;
 void cq_free(struct vr_cq *cq);
 /* srq.c */
 handler_fn op_create_srq, op_modify_srq, op_query_srq, op_destroy_srq;

@@ -373,9 +373,46 @@ struct ibv_cq_ex *urd_create_cq_ex(struct ibv_context *c,
 	return &cq->ex;
 }
 
-int ibv_resize_cq(struct ibv_cq *cq URD_UNUSED, int cqe URD_UNUSED)
+/* ibv_resize_cq(3): the daemon moves the CQEs not yet polled, in order, into
+ * a new ring of at least cqe entries; EINVAL below their number (as rxe).
+ * Polling (cq->lock) and the event thread (ctx->ev_lock, lock order as in
+ * event.c) wait while the ring changes under them. */
+int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	return EOPNOTSUPP;
+	struct urd_context *ctx = to_uctx(ibcq->context);
+	struct urd_cq *cq = to_ucq(ibcq);
+	struct urd_resize_cq_req req = { 0 };
+	struct urd_create_cq_resp resp;
+	int ret;
+
+	if (cqe < 1 || (uint32_t)cqe > urd_load_relaxed(&ctx->hdr->dev.max_cqe))
+		return EINVAL;
+	if (urd_ctx_dead(ctx))
+		return EIO;
+	req.handle = ibcq->handle;
+	req.cqe = (uint32_t)cqe;
+	pthread_mutex_lock(&ctx->ev_lock);
+	pthread_spin_lock(&cq->lock);
+	ret = urd_ctrl(ctx, URD_OP_RESIZE_CQ, &req, sizeof(req), &resp, sizeof(resp), sizeof(resp));
+	if (!ret && (!resp.nentries || (resp.nentries & (resp.nentries - 1)) ||
+		     resp.nentries > MAX_CQ_RING || resp.nentries < (uint32_t)cqe ||
+		     !urd_range_ok(ctx, resp.ring_off,
+				   URD_RING_HDR_SIZE + (uint64_t)resp.nentries * sizeof(struct urd_cqe),
+				   URD_CACHELINE))) {
+		urd_dbg("RESIZE_CQ: bad ring (off %llu, %u entries)",
+			(unsigned long long)resp.ring_off, resp.nentries);
+		ret = -EPROTO;
+	}
+	if (!ret) {
+		urd_queue_init(&cq->q, ctx->region + resp.ring_off, resp.nentries, CQE_SHIFT);
+		urd_queue_attach_cons(&cq->q);
+		cq->ex.cqe = (int)resp.nentries;
+		cq->wd_prod = cq->wd_cons = 0;
+		/* the daemon carried the events count over: last_events holds */
+	}
+	pthread_spin_unlock(&cq->lock);
+	pthread_mutex_unlock(&ctx->ev_lock);
+	return -ret;
 }
 
 int ibv_destroy_cq(struct ibv_cq *ibcq)

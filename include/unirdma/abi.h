@@ -406,6 +406,8 @@ enum urd_op {
 	URD_OP_MODIFY_QP  = 16,
 	URD_OP_QUERY_QP   = 17,
 	URD_OP_DESTROY_QP = 18,
+	/* 19..21 reserved (memory windows, re-registration) */
+	URD_OP_RESIZE_CQ  = 22,
 	URD_OP_MAX,
 
 	/* 64..79: the forwarding data path, a baseline for benchmarks only
@@ -500,6 +502,17 @@ struct urd_create_cq_resp {
 	uint32_t handle;
 	uint32_t nentries;          /* power of two; usable CQEs = nentries */
 	uint64_t ring_off;          /* from region start: urd_ring_hdr then CQEs */
+};
+
+/* RESIZE_CQ: a new ring of at least cqe entries holding, in order, the CQEs
+ * the old one had between its cons and prod; the answer is a
+ * urd_create_cq_resp of the new ring (handle unchanged), whose cons is 0 and
+ * prod the number of CQEs carried over.  EINVAL when cqe is below that
+ * number (rxe's rule) or above max_cqe. */
+struct urd_resize_cq_req {
+	struct urd_msg_hdr hdr;
+	uint32_t handle;
+	uint32_t cqe;
 };
 
 struct urd_create_srq_req {

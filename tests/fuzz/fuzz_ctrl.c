@@ -394,6 +394,13 @@ static void write_seeds(const char *dir)
 	act(&b, 27, 0, 0);
 	fz_put8(&b, 3);
 	msg_state(&b, 0, 0, H(3), IBV_QPS_RESET);
+	{
+		struct urd_resize_cq_req z = { .handle = H(2), .cqe = 64 };
+
+		msg(&b, 0, 0, URD_OP_RESIZE_CQ, &z, sizeof(z));         /* a QP on it */
+		z.cqe = 1;
+		msg(&b, 0, 0, URD_OP_RESIZE_CQ, &z, sizeof(z));
+	}
 	msg_handle(&b, 0, 0, URD_OP_DESTROY_CQ, H(2));          /* busy */
 	msg_handle(&b, 0, 0, URD_OP_DESTROY_QP, H(3));
 	msg_handle(&b, 0, 0, URD_OP_DESTROY_CQ, H(2));

@@ -792,6 +792,20 @@ static void phase_checks(void)
 		cqh = raw_handle(&r, URD_OP_CREATE_CQ, req, sizeof(*c));
 	}
 	{
+		struct urd_resize_cq_req *z = (void *)req;
+
+		memset(req, 0, sizeof(req));
+		raw_hdr(req, URD_OP_RESIZE_CQ, sizeof(*z));
+		z->handle = cqh;
+		z->cqe = 0;
+		expect_refused(&r, "RESIZE_CQ to 0 entries", req, sizeof(*z));
+		z->cqe = UINT32_MAX;
+		expect_refused(&r, "RESIZE_CQ to 2^32 - 1 entries", req, sizeof(*z));
+		z->handle = cqh ^ 0x5a5a0000u;
+		z->cqe = 16;
+		expect_refused(&r, "RESIZE_CQ of a handle that is no CQ", req, sizeof(*z));
+	}
+	{
 		struct urd_create_qp_req *q = (void *)req;
 
 		memset(req, 0, sizeof(req));
@@ -1209,7 +1223,7 @@ static void atk_raw(struct chaos *c)
 					URD_OP_DESTROY_SRQ, URD_OP_CREATE_QP, URD_OP_MODIFY_QP,
 					URD_OP_QUERY_QP, URD_OP_DESTROY_QP, URD_OP_FWD_POST_SEND,
 					URD_OP_FWD_POST_RECV, URD_OP_FWD_POST_SRQ_RECV, URD_OP_FWD_POLL_CQ,
-					URD_OP_FWD_REQ_NOTIFY_CQ, URD_OP_OPEN_CTX };
+					URD_OP_FWD_REQ_NOTIFY_CQ, URD_OP_OPEN_CTX, URD_OP_RESIZE_CQ };
 
 	if (!c->raw_ok)
 		return;
