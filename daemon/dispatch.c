@@ -46,6 +46,7 @@ static const struct {
 	[URD_OP_QUERY_QP]    = { op_query_qp,    sizeof(struct urd_handle_req),      true },
 	[URD_OP_DESTROY_QP]  = { op_destroy_qp,  sizeof(struct urd_handle_req),      true },
 	[URD_OP_RESIZE_CQ]   = { op_resize_cq,   sizeof(struct urd_resize_cq_req),   true },
+	[URD_OP_REREG_MR]    = { op_rereg_mr,    sizeof(struct urd_rereg_mr_req),    true },
 };
 
 int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,

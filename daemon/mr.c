@@ -675,6 +675,52 @@ bool mem_reap(struct urd_vrnic *vr, uint32_t max)
 	return mems_reap(vr, max) || vr->mr_reap;
 }
 
+/* As rxe_rereg_user_mr and the kernel's checks before it: PD and access
+ * change in place under the big lock (the engine checks both on every key
+ * lookup, so the next packet sees them); the keys stay. */
+int op_rereg_mr(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
+{
+	const struct urd_rereg_mr_req *r = req;
+	struct urd_reg_mr_resp *o = resp;
+	struct vr_mr *mr = obj_get(a->ctx, r->handle, OBJ_MR);
+	const uint32_t known = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+			       IBV_REREG_MR_CHANGE_ACCESS;
+	const uint32_t writes = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+	struct vr_pd *pd = NULL;
+
+	*resp_len = sizeof(*o);
+	if (!mr || !r->flags || (r->flags & ~known))
+		return -EINVAL;
+	if (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		return -EOPNOTSUPP;     /* rxe: RXE_MR_REREG_SUPPORTED is PD | ACCESS */
+	if (r->flags & IBV_REREG_MR_CHANGE_PD) {
+		pd = obj_get(a->ctx, r->pd, OBJ_PD);
+		if (!pd)
+			return -EINVAL;
+	}
+	if (r->flags & IBV_REREG_MR_CHANGE_ACCESS) {
+		if (r->access & ~(uint32_t)URD_ACCESS_ALL)
+			return -EINVAL;
+		if ((r->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+		    !(r->access & IBV_ACCESS_LOCAL_WRITE))
+			return -EINVAL;
+		/* a VM MR registered read-only may alias guest frames (see
+		 * above): it does not become writable */
+		if (a->vr->vm && !(mr->access & writes) && (r->access & writes))
+			return -EACCES;
+		mr->access = r->access;
+	}
+	if (pd) {
+		mr->pd->obj.refs--;
+		mr->pd = pd;
+		pd->obj.refs++;
+	}
+	o->handle = mr->obj.handle;
+	o->lkey = mr->lkey;
+	o->rkey = mr->rkey;
+	return 0;
+}
+
 int op_dereg_mr(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED, uint32_t *resp_len URD_UNUSED)
 {
 	const struct urd_handle_req *r = req;

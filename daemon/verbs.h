@@ -31,7 +31,7 @@ handler_fn op_open_ctx, op_close_ctx;
 handler_fn op_alloc_pd, op_dealloc_pd;
 void pd_free(struct vr_pd *pd);
 /* mr.c */
-handler_fn op_mem_alloc, op_mem_free, op_reg_mr, op_dereg_mr;
+handler_fn op_mem_alloc, op_mem_free, op_reg_mr, op_dereg_mr, op_rereg_mr;
 void mr_free(struct vr_mr *mr, bool defer);
 /* Reaping waits for the control thread while there is one and the vRNIC
  * stays; otherwise (teardown, in-process harnesses) it is done at once. */

@@ -557,12 +557,47 @@ struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
 	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
 }
 
-/* man ibv_rereg_mr: on IBV_REREG_MR_ERR_INPUT the old MR stays valid. */
-int ibv_rereg_mr(struct ibv_mr *mr URD_UNUSED, int flags URD_UNUSED, struct ibv_pd *pd URD_UNUSED, void *addr URD_UNUSED,
-		 size_t length URD_UNUSED, int access URD_UNUSED)
+/* man ibv_rereg_mr, with rdma-core's input checks first (ERR_INPUT: nothing
+ * changed), then the device's answer (ERR_CMD with its errno), as rxe
+ * gives it: the PD and the access flags change in place and the keys
+ * stay; a new translation is EOPNOTSUPP. */
+int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
 {
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
+	struct urd_mr *mr = urd_container_of(ibmr, struct urd_mr, ibv);
+	struct urd_rereg_mr_req req = { 0 };
+	struct urd_reg_mr_resp resp;
+	int ret;
+
+	if (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !addr)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != ibmr->context)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	req.handle = ibmr->handle;
+	req.flags = (uint32_t)flags;
+	req.pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd->handle : 0;
+	req.access = (uint32_t)access;
+	ret = urd_ctrl(mr->ctx, URD_OP_REREG_MR, &req, sizeof(req), &resp, sizeof(resp), sizeof(resp));
+	if (ret) {
+		errno = -ret;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		ibmr->pd = pd;
+	ibmr->lkey = resp.lkey;
+	ibmr->rkey = resp.rkey;
+	return 0;
 }
 
 /* Under mem_lock: unlink mr from its context. */

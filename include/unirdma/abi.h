@@ -406,7 +406,8 @@ enum urd_op {
 	URD_OP_MODIFY_QP  = 16,
 	URD_OP_QUERY_QP   = 17,
 	URD_OP_DESTROY_QP = 18,
-	/* 19..21 reserved (memory windows, re-registration) */
+	URD_OP_REREG_MR   = 19,
+	/* 20, 21 reserved (memory windows) */
 	URD_OP_RESIZE_CQ  = 22,
 	URD_OP_MAX,
 
@@ -513,6 +514,18 @@ struct urd_resize_cq_req {
 	struct urd_msg_hdr hdr;
 	uint32_t handle;
 	uint32_t cqe;
+};
+
+/* REREG_MR: flags are IBV_REREG_MR_CHANGE_*; pd (a PD handle) counts with
+ * CHANGE_PD, access with CHANGE_ACCESS.  As rxe: the PD and the access
+ * flags change in place, the keys stay; CHANGE_TRANSLATION is EOPNOTSUPP.
+ * The answer is a urd_reg_mr_resp (handle, lkey, rkey). */
+struct urd_rereg_mr_req {
+	struct urd_msg_hdr hdr;
+	uint32_t handle;
+	uint32_t flags;
+	uint32_t pd;
+	uint32_t access;
 };
 
 struct urd_create_srq_req {

@@ -346,6 +346,17 @@ static void write_seeds(const char *dir)
 	msg_reg_mr(&b, 0, 0, H(1), IBV_ACCESS_LOCAL_WRITE, ~0ull - 3, 3, seg3);   /* ends at 2^64 - 1 */ /* H(4) */
 	msg_reg_mr(&b, 0, 0, H(1), IBV_ACCESS_REMOTE_WRITE, 0, 1, seg1);  /* no LOCAL_WRITE: EINVAL */
 	msg_handle(&b, 0, 0, URD_OP_DEALLOC_PD, H(1));          /* busy */
+	{
+		struct urd_rereg_mr_req m = { .handle = H(2), .flags = IBV_REREG_MR_CHANGE_ACCESS,
+					      .access = IBV_ACCESS_LOCAL_WRITE };
+
+		msg(&b, 0, 0, URD_OP_REREG_MR, &m, sizeof(m));
+		m.flags = IBV_REREG_MR_CHANGE_PD;
+		m.pd = H(1);
+		msg(&b, 0, 0, URD_OP_REREG_MR, &m, sizeof(m));
+		m.flags = IBV_REREG_MR_CHANGE_TRANSLATION;
+		msg(&b, 0, 0, URD_OP_REREG_MR, &m, sizeof(m));      /* EOPNOTSUPP */
+	}
 	msg_mem(&b, 0, 0, URD_OP_MEM_FREE, 0, 8192);            /* MRs keep it alive */
 	msg_handle(&b, 0, 0, URD_OP_DEREG_MR, H(2));
 	msg_handle(&b, 0, 0, URD_OP_DEREG_MR, H(3));
@@ -400,6 +411,11 @@ static void write_seeds(const char *dir)
 		msg(&b, 0, 0, URD_OP_RESIZE_CQ, &z, sizeof(z));         /* a QP on it */
 		z.cqe = 1;
 		msg(&b, 0, 0, URD_OP_RESIZE_CQ, &z, sizeof(z));
+	}
+	{
+		struct urd_rereg_mr_req m = { .handle = H(1), .flags = IBV_REREG_MR_CHANGE_PD, .pd = H(1) };
+
+		msg(&b, 0, 0, URD_OP_REREG_MR, &m, sizeof(m));          /* a PD, not an MR */
 	}
 	msg_handle(&b, 0, 0, URD_OP_DESTROY_CQ, H(2));          /* busy */
 	msg_handle(&b, 0, 0, URD_OP_DESTROY_QP, H(3));
