@@ -323,7 +323,11 @@ add_case wire_reorder wire_reorder
 wire_linkdown() {
 	local secs=$1 want=$2 cpid
 	wire_setup || return 1
-	mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -c -n 20000 -s 1024" 2 h2v1 "ibv_rc_pingpong -g 0 -c -n 20000 -s 1024 $SRV" &
+	# A long outage: the side with its send outstanding ends with retry
+	# exceeded; the other has only a receive posted and, as on any RC
+	# device, is never told: its wait is cut at 20 s.
+	CLIENT_TIMEOUT=20 mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -c -n 20000 -s 1024" \
+		2 h2v1 "ibv_rc_pingpong -g 0 -c -n 20000 -s 1024 $SRV" >"$WORK/linkdown.log" 2>&1 &
 	cpid=$!
 	sleep 2
 	if [ "$want" = pass ]; then
@@ -343,13 +347,13 @@ wire_linkdown() {
 	fi
 	wait "$cpid"
 	local rc=$?
+	grep -v '^    ' "$WORK/linkdown.log" | tail -n 12
 	if [ "$want" = pass ]; then
 		check "a ${secs}s outage inside the retry window: the pingpong completes" test "$rc" -eq 0
 	else
 		check "a ${secs}s outage: the pingpong fails" test "$rc" -ne 0
-		check "with retry exceeded, not a hang" \
-			sh -c "grep -hEiq 'retry' $WORK/pair*.out"
-		check "neither side was left to the timeout" sh -c "! grep -hq 'still running' $WORK/pair*.out"
+		check "a side ends with retry exceeded (status 12), not a hang" \
+			grep -Eq 'transport retry counter exceeded|status 12|retry' "$WORK/linkdown.log"
 	fi
 	checks_result
 }
