@@ -228,6 +228,17 @@ uses_our_lib() {
 	[ -n "$got" ] && [ "$(readlink -f "$got")" = "$ours" ]
 }
 
+# tx_bytes_of VRNIC...: the bytes those vRNICs sent, summed (vrnic show's
+# counters): proof that a program's traffic went through the vRNICs.
+tx_bytes_of() {
+	local v sum=0
+	for v in "$@"; do
+		sum=$((sum + $("$UNIRDMA" --json vrnic show "$v" |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["vrnic"]["counters"]["tx_bytes"])')))
+	done
+	echo "$sum"
+}
+
 # ---- server/client pairs -----------------------------------------------------
 
 # listening PID PORT: whether a TCP socket in PID's network namespace listens on PORT.

@@ -32,21 +32,13 @@ PY
 	checks_result
 }
 
-tx_bytes() {
-	local v sum=0
-	for v in "$VR_A" "$VR_B"; do
-		sum=$((sum + $("$UNIRDMA" --json vrnic show "$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["vrnic"]["counters"]["tx_bytes"])')))
-	done
-	echo "$sum"
-}
-
 case_rxd_pingpong() {
 	require_prog fi_pingpong
 	local before after
-	before=$(tx_bytes)
+	before=$(tx_bytes_of "$VR_A" "$VR_B")
 	run_pair -p 47592 "fi_pingpong -p verbs;ofi_rxd -e rdm -I 100" \
 		"fi_pingpong -p verbs;ofi_rxd -e rdm -I 100 $IP_A" || return 1
-	after=$(tx_bytes)
+	after=$(tx_bytes_of "$VR_A" "$VR_B")
 	check "a row for each of its six sizes, 64 B to 1 MiB, 100 iterations each" awk '
 		$2 == 100 && $3 == "=100" { n++; if ($1 == "1m") top = 1 }
 		END { exit !(n >= 6 && top) }' "$PAIR_CLIENT_OUT"

@@ -40,14 +40,6 @@ mpi() {
 	return $rc
 }
 
-tx_bytes() {
-	local v sum=0
-	for v in "$VR_A" "$VR_B"; do
-		sum=$((sum + $("$UNIRDMA" --json vrnic show "$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["vrnic"]["counters"]["tx_bytes"])')))
-	done
-	echo "$sum"
-}
-
 case_launcher() {
 	require_prog ip
 	setup_two_vrnics
@@ -100,11 +92,11 @@ case_netpipe_check() {
 case_netpipe() {
 	mpi_setup
 	local before after
-	before=$(tx_bytes)
+	before=$(tx_bytes_of "$VR_A" "$VR_B")
 	# rank 0 writes its table (bytes, Mbit/s, seconds) into WORK, which the
 	# containers show writable
 	mpi "$WORK/np.out" NPopenmpi -p 0 -u 1048576 -n 20 -o "$WORK/np.dat" || return 1
-	after=$(tx_bytes)
+	after=$(tx_bytes_of "$VR_A" "$VR_B")
 	sed 's/^/  np.dat | /' "$WORK/np.dat" | tail -n 3
 	check "NetPIPE's table has every size up to 1 MiB, each with a throughput" awk '
 		NF == 3 && $2 + 0 > 0 && $3 + 0 > 0 { n++; if ($1 == 1048576) top = 1 }

@@ -38,21 +38,12 @@ case_info() {
 	checks_result
 }
 
-# tx_bytes: what both vRNICs sent (a rendezvous is an RDMA READ by the receiver)
-tx_bytes() {
-	local v sum=0
-	for v in "$VR_A" "$VR_B"; do
-		sum=$((sum + $("$UNIRDMA" --json vrnic show "$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["vrnic"]["counters"]["tx_bytes"])')))
-	done
-	echo "$sum"
-}
-
 # perf TLS TEST SIZE ITERS: one ucx_perftest pair over UCX_TLS=TLS.
 perf() {
 	local tls=$1 t=$2 size=$3 n=$4 before after
-	before=$(tx_bytes)
+	before=$(tx_bytes_of "$VR_A" "$VR_B")
 	UCX_TLS=$tls run_pair -p 13337 "ucx_perftest" "ucx_perftest $IP_A -t $t -s $size -n $n" || return 1
-	after=$(tx_bytes)
+	after=$(tx_bytes_of "$VR_A" "$VR_B")
 	check "$t over $tls: final figures, all positive" awk '
 		$1 == "Final:" && NF == 9 { ok = 1; for (i = 2; i <= NF; i++) if ($i + 0 <= 0) ok = 0 }
 		END { exit !ok }' "$PAIR_CLIENT_OUT"
