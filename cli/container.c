@@ -476,6 +476,20 @@ static int put_file(const char *dir, const char *name, const char *fmt, ...)
 	return rc;
 }
 
+/* port (a buffer of PATH_MAX, its string l long) + sub: the directory, with
+ * its file "0" holding text; port is left as it was. */
+static int put_entry0(char *port, size_t l, const char *sub, const char *text)
+{
+	int rc;
+
+	strncat(port, sub, PATH_MAX - l - 1);
+	rc = mkdir_p(port, l, 0555);
+	if (!rc)
+		rc = put_file(port, "0", "%s", text);
+	port[l] = '\0';
+	return rc;
+}
+
 static int sys_ib_tree(const char *class, const struct vrnic_info *vi)
 {
 	unsigned char a[4];
@@ -508,30 +522,19 @@ static int sys_ib_tree(const char *class, const struct vrnic_info *vi)
 		rc = put_file(d, "phys_state", "5: LinkUp\n");
 	if (!rc)
 		rc = put_file(d, "lid", "0x0\n");
+	/* entry 0 of the port's tables: gids, pkeys, gid_attrs/{types,ndevs} */
+	char gid[48];
 	size_t l = strlen(d);
-	strncat(d, "/gids", sizeof(d) - l - 1);
+
+	snprintf(gid, sizeof(gid), "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", a[0], a[1], a[2], a[3]);
 	if (!rc)
-		rc = mkdir_p_one(d, 0555);
+		rc = put_entry0(d, l, "/gids", gid);
 	if (!rc)
-		rc = put_file(d, "0", "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", a[0], a[1], a[2], a[3]);
-	d[l] = '\0';
-	strncat(d, "/pkeys", sizeof(d) - l - 1);
+		rc = put_entry0(d, l, "/pkeys", "0xffff\n");
 	if (!rc)
-		rc = mkdir_p_one(d, 0555);
+		rc = put_entry0(d, l, "/gid_attrs/types", "RoCE v2\n");
 	if (!rc)
-		rc = put_file(d, "0", "0xffff\n");
-	d[l] = '\0';
-	strncat(d, "/gid_attrs/types", sizeof(d) - l - 1);
-	if (!rc)
-		rc = mkdir_p(d, l, 0555);
-	if (!rc)
-		rc = put_file(d, "0", "RoCE v2\n");
-	d[l] = '\0';
-	strncat(d, "/gid_attrs/ndevs", sizeof(d) - l - 1);
-	if (!rc)
-		rc = mkdir_p(d, l, 0555);
-	if (!rc)
-		rc = put_file(d, "0", "eth0\n");
+		rc = put_entry0(d, l, "/gid_attrs/ndevs", "eth0\n");
 	return rc;
 }
 
