@@ -58,6 +58,8 @@ all: $(LIBIBVERBS) $(DAEMON) $(CLI) $(ENGINE_LIB) $(TESTS) $(UNITS) $(TOOLS)
 engine: $(ENGINE_LIB)
 
 $(BUILD)/pic/%.o: INC = $(INC_LIB) -include lib/glibc-baseline.h
+# a tree built before the header existed has .d files that do not name it
+$(LIB_OBJ): lib/glibc-baseline.h
 $(BUILD)/obj/common/%.o: INC = $(INC_LIB)
 $(BUILD)/obj/core/%.o: INC = $(INC_CORE)
 $(BUILD)/obj/engine/%.o: INC = $(INC_ENGINE)
