@@ -230,6 +230,20 @@ static void ex_read_tm_info(struct ibv_cq_ex *ex URD_UNUSED, struct ibv_wc_tm_in
 
 enum { MAX_CQ_RING = 1u << 22 };
 
+/* The daemon's ring for a CQ of at least cqe entries (CREATE_CQ, RESIZE_CQ):
+ * a power of two, not absurdly large, inside the region. */
+static bool cq_ring_ok(const struct urd_context *ctx, const struct urd_create_cq_resp *resp,
+		       uint32_t cqe, const char *op)
+{
+	if (resp->nentries && !(resp->nentries & (resp->nentries - 1)) && resp->nentries <= MAX_CQ_RING &&
+	    resp->nentries >= cqe &&
+	    urd_range_ok(ctx, resp->ring_off,
+			 URD_RING_HDR_SIZE + (uint64_t)resp->nentries * sizeof(struct urd_cqe), URD_CACHELINE))
+		return true;
+	urd_dbg("%s: bad ring (off %llu, %u entries)", op, (unsigned long long)resp->ring_off, resp->nentries);
+	return false;
+}
+
 static int create_cq(struct urd_context *ctx, int cqe, void *cq_context,
 		     struct ibv_comp_channel *channel, uint32_t comp_vector,
 		     uint64_t wc_flags, struct urd_cq **out)
@@ -256,13 +270,7 @@ static int create_cq(struct urd_context *ctx, int cqe, void *cq_context,
 		       sizeof(resp), sizeof(resp));
 	if (ret)
 		goto err_free;
-	if (!resp.nentries || (resp.nentries & (resp.nentries - 1)) ||
-	    resp.nentries > MAX_CQ_RING || resp.nentries < (uint32_t)cqe ||
-	    !urd_range_ok(ctx, resp.ring_off,
-			  URD_RING_HDR_SIZE + (uint64_t)resp.nentries * sizeof(struct urd_cqe),
-			  URD_CACHELINE)) {
-		urd_dbg("CREATE_CQ: bad ring (off %llu, %u entries)",
-			(unsigned long long)resp.ring_off, resp.nentries);
+	if (!cq_ring_ok(ctx, &resp, (uint32_t)cqe, "CREATE_CQ")) {
 		urd_ctrl_handle(ctx, URD_OP_DESTROY_CQ, resp.handle);
 		ret = -EPROTO;
 		goto err_free;
@@ -394,15 +402,8 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	pthread_mutex_lock(&ctx->ev_lock);
 	pthread_spin_lock(&cq->lock);
 	ret = urd_ctrl(ctx, URD_OP_RESIZE_CQ, &req, sizeof(req), &resp, sizeof(resp), sizeof(resp));
-	if (!ret && (!resp.nentries || (resp.nentries & (resp.nentries - 1)) ||
-		     resp.nentries > MAX_CQ_RING || resp.nentries < (uint32_t)cqe ||
-		     !urd_range_ok(ctx, resp.ring_off,
-				   URD_RING_HDR_SIZE + (uint64_t)resp.nentries * sizeof(struct urd_cqe),
-				   URD_CACHELINE))) {
-		urd_dbg("RESIZE_CQ: bad ring (off %llu, %u entries)",
-			(unsigned long long)resp.ring_off, resp.nentries);
+	if (!ret && !cq_ring_ok(ctx, &resp, (uint32_t)cqe, "RESIZE_CQ"))
 		ret = -EPROTO;
-	}
 	if (!ret) {
 		urd_queue_init(&cq->q, ctx->region + resp.ring_off, resp.nentries, CQE_SHIFT);
 		urd_queue_attach_cons(&cq->q);

@@ -80,15 +80,7 @@ static int put_send(struct urd_qp *qp, const struct ibv_send_wr *wr, uint8_t *bu
 		return -ENOSPC;
 
 	if (inl) {
-		uint8_t *dst = buf + *off + sizeof(w);
-
-		for (int i = 0; i < wr->num_sge; i++) {
-			if (!wr->sg_list[i].length)
-				continue;       /* may have addr 0 */
-			memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			dst += wr->sg_list[i].length;
-		}
+		urd_gather_inline(buf + *off + sizeof(w), wr);
 		w.flags |= URD_WQE_INLINE;
 		w.inline_len = body;
 	} else if (wr->num_sge) {

@@ -401,6 +401,10 @@ bool urd_daemon_gone(struct urd_context *ctx);
 /* qp.c: an ibv_send_wr's WQE header (mapped and forwarding data paths) */
 int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
 			struct urd_send_wqe *w, bool *inl, const char **why);
+/* The inline payload of wr, its SGEs' bytes one after the other at dst (both
+ * data paths).  A zero-length SGE is skipped unread: its addr may be 0 (UCX
+ * posts such SGEs). */
+void urd_gather_inline(uint8_t *dst, const struct ibv_send_wr *wr);
 
 /* vm.c: the library in a QEMU guest (ivshmem BAR, CAS slots, pinned MRs) */
 int urd_vm_find_bars(char ***paths);    /* malloc'd resource2 paths; count */

@@ -108,6 +108,16 @@ static int post_err(const struct urd_qp *qp, int err, const char *why)
 	return err;
 }
 
+void urd_gather_inline(uint8_t *dst, const struct ibv_send_wr *wr)
+{
+	for (int i = 0; i < wr->num_sge; i++) {
+		if (!wr->sg_list[i].length)
+			continue;
+		memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+		dst += wr->sg_list[i].length;
+	}
+}
+
 /* Check wr's opcode and SGE count for this QP and build its WQE header in
  * *w; *inl says whether the payload travels inline.  0, or EINVAL with *why.
  * The one place that turns an ibv_send_wr into a WQE header: the mapped data
@@ -180,13 +190,7 @@ static int build_send(struct urd_qp *qp, const struct ibv_send_wr *wr)
 			total += wr->sg_list[i].length;
 		if (total > qp->max_inline)
 			return post_err(qp, EINVAL, "inline data too long");
-		for (int i = 0; i < wr->num_sge; i++) {
-			if (!wr->sg_list[i].length)
-				continue;       /* may have addr 0 (UCX posts such SGEs) */
-			memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			dst += wr->sg_list[i].length;
-		}
+		urd_gather_inline(dst, wr);
 		w.flags |= URD_WQE_INLINE;
 		w.inline_len = (uint32_t)total;
 	} else if (wr->num_sge) {
