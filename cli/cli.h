@@ -95,8 +95,9 @@ int vrnic_lookup(const char *name, struct vrnic_info *vi);
  * unirdma-<hash of state dir>-<hash of tenant>. With tenant NULL, the
  * prefix all of a state directory's namespaces share (without the '-'). */
 void net_ns_name(const char *state_dir, const char *tenant, char *buf, size_t len);
-/* Creates the bridge namespace with br0 in it if it is missing. 0 or -errno. */
-int net_ensure_bridge(const char *nsname);
+/* The bridge namespace of a tenant's containers (its name into nsname),
+ * made with br0 in it if it is missing. 0 or -errno (printed). */
+int net_tenant_bridge(const char *state_dir, const char *tenant, char *nsname, size_t len);
 /* Creates a veth pair: one end on br0 in nsname, the other named eth0 in the
  * network namespace of pid. 0 or -errno (printed). */
 int net_attach(const char *nsname, pid_t pid);

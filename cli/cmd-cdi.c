@@ -98,12 +98,8 @@ static int run_cdi_hook(const struct cli_cmd *cmd, int argc, char **argv)
 	rc = vrnic_lookup(argv[first], &vi);
 	if (rc)
 		return rc;
-	net_ns_name(cli_state_dir_resolved(), vi.tenant, nsname, sizeof(nsname));
-	rc = net_ensure_bridge(nsname);
-	if (rc) {
-		cli_err("cdi-hook: bridge network %s: %s", nsname, strerror(-rc));
+	if (net_tenant_bridge(cli_state_dir_resolved(), vi.tenant, nsname, sizeof(nsname)))
 		return CLI_EXIT_SETUP;
-	}
 	if (net_attach(nsname, pid) < 0 || setup_in(pid, &vi))
 		return CLI_EXIT_SETUP;
 	return CLI_EXIT_OK;

@@ -106,12 +106,8 @@ static int run_on_host(const struct vrnic_info *vi, char **argv, bool net)
 	int rc;
 
 	if (net) {
-		net_ns_name(cli_state_dir_resolved(), vi->tenant, nsname, sizeof(nsname));
-		rc = net_ensure_bridge(nsname);
-		if (rc) {
-			cli_err("exec: bridge network %s: %s", nsname, strerror(-rc));
+		if (net_tenant_bridge(cli_state_dir_resolved(), vi->tenant, nsname, sizeof(nsname)))
 			return CLI_EXIT_SETUP;
-		}
 		if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC)) {
 			cli_err("exec: pipe: %s", strerror(errno));
 			rc = CLI_EXIT_SETUP;

@@ -954,15 +954,11 @@ int container_run(const struct container_spec *spec)
 {
 	char nsname[64];
 	struct init_args a = { .spec = spec };
-	int p[2], rc;
+	int p[2], rc = 0;
 	pid_t pid;
 
-	net_ns_name(spec->state_dir, spec->vrnic->tenant, nsname, sizeof(nsname));
-	rc = net_ensure_bridge(nsname);
-	if (rc) {
-		cli_err("exec: bridge network %s: %s", nsname, strerror(-rc));
+	if (net_tenant_bridge(spec->state_dir, spec->vrnic->tenant, nsname, sizeof(nsname)))
 		return CLI_EXIT_SETUP;
-	}
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		cli_err("exec: pipe: %s", strerror(errno));
 		return CLI_EXIT_SETUP;

@@ -185,7 +185,7 @@ static int ensure_locked(const char *nsname, bool check_bridge)
 	return rc;
 }
 
-int net_ensure_bridge(const char *nsname)
+static int ensure_bridge(const char *nsname)
 {
 	int lock, rc;
 
@@ -196,6 +196,17 @@ int net_ensure_bridge(const char *nsname)
 		return lock;
 	rc = ensure_locked(nsname, false);
 	net_unlock(lock);
+	return rc;
+}
+
+int net_tenant_bridge(const char *state_dir, const char *tenant, char *nsname, size_t len)
+{
+	int rc;
+
+	net_ns_name(state_dir, tenant, nsname, len);
+	rc = ensure_bridge(nsname);
+	if (rc)
+		cli_err("bridge network %s: %s", nsname, strerror(-rc));
 	return rc;
 }
 
