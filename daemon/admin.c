@@ -353,7 +353,6 @@ static json_object *handle(struct urd_daemon *d, json_object *req, bool *shutdow
 	}
 	if (!strcmp(cmd, "vrnic.set")) {
 		const char *name = str_field(req, "name");
-
 		const char *ip = str_field(req, "ip");
 		uint32_t vip = 0;
 		uint8_t prefix = 0;

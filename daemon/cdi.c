@@ -75,10 +75,6 @@ int cdi_init(struct urd_daemon *d, const char *dir)
 
 	if (!dir)
 		return 0;
-	if (dir[0] != '/') {
-		log_err("--cdi-dir %s: an absolute path is needed", dir);
-		return -EINVAL;
-	}
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		log_err("--cdi-dir %s: %s", dir, strerror(errno));
 		return -errno;

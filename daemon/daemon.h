@@ -39,15 +39,16 @@ void vrnic_fail(struct urd_vrnic *vr, const char *why);
 int vrnic_monitor_start(struct urd_daemon *d);
 void vrnic_monitor_stop(void);
 
-/* underlay.c: a vRNIC's address on the underlay device (with --underlay) */
-/* cdi.c: the CDI spec of the vRNICs (dir NULL: none).  cdi_update with the
- * big lock held, after a vRNIC was created, deleted or changed. */
+/* cdi.c: the CDI spec of the vRNICs (dir NULL: none; an absolute path, main
+ * checks it).  cdi_update with the big lock held, after a vRNIC was
+ * created, deleted or changed. */
 #define URD_DEFAULT_STATE_DIR "/run/unirdma"
 #define URD_DEFAULT_CDI_DIR "/var/run/cdi"
 int cdi_init(struct urd_daemon *d, const char *dir);
 void cdi_update(struct urd_daemon *d);
 void cdi_fini(void);
 
+/* underlay.c: a vRNIC's address on the underlay device (with --underlay) */
 int underlay_addr_add(struct urd_vrnic *vr);
 void underlay_addr_del(struct urd_vrnic *vr);
 

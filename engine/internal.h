@@ -103,9 +103,9 @@ void vsge_write(struct engine *eng, const struct vsge *g, uint32_t ng, uint64_t 
 uint32_t vsge_advance(struct vsge *v, uint32_t n, uint64_t off);
 void sg_copy(struct engine *eng, const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len);
 
-/* What a receive completion says about the message (comp.c). */
 #define URD_WC_SL_ROCE_IPV4 2    /* wc.sl of UD receives: RoCE v2 over IPv4 (comp.c) */
 
+/* What a receive completion says about the message (comp.c). */
 struct recv_info {
 	uint32_t src_qpn;
 	uint32_t imm_be;
