@@ -33,6 +33,9 @@ RUN_OPTS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768 --network none
 [ -n "${UNIRDMA_EXEC_PRELOAD:-}" ] && RUN_OPTS+=(-e "LD_PRELOAD=$UNIRDMA_EXEC_PRELOAD")
 [ -n "${ASAN_OPTIONS:-}" ] && RUN_OPTS+=(-e "ASAN_OPTIONS=$ASAN_OPTIONS")
 
+# The daemon makes CDI_DIR if it is missing; then the cases take it away again.
+[ -d "$CDI_DIR" ] && CDI_DIR_WAS_THERE=1 || CDI_DIR_WAS_THERE=0
+
 # The file this case's daemon writes: unirdma-<FNV-1a 32 of its state dir>.json
 spec_file() { printf '%s/unirdma-%s.json\n' "$CDI_DIR" "$(fnv1a 32 "$STATE")"; }
 
@@ -40,6 +43,7 @@ podman_cleanup() {
 	"${PODMAN[@]}" rm -f --filter "label=$LABEL" >/dev/null 2>&1
 	"${PODMAN[@]}" rmi -f "$IMAGE" >/dev/null 2>&1
 	[ -n "${STATE:-}" ] && rm -f "$(spec_file)"
+	[ "$CDI_DIR_WAS_THERE" = 1 ] || rmdir "$CDI_DIR" 2>/dev/null
 }
 
 podman_setup() {
