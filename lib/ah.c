@@ -57,7 +57,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		errno = EINVAL;
 		return NULL;
 	}
-	ah = calloc(1, sizeof(*ah));
+	ah = urd_calloc(1, sizeof(*ah));
 	if (!ah) {
 		errno = ENOMEM;
 		return NULL;
@@ -70,7 +70,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 
 int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	free(to_uah(ah));
+	urd_free(to_uah(ah));
 	return 0;
 }
 

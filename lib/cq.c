@@ -261,7 +261,7 @@ static int create_cq(struct urd_context *ctx, int cqe, void *cq_context,
 	if (channel && channel->context != &ctx->vctx.context)
 		return -EINVAL;
 
-	cq = calloc(1, sizeof(*cq));
+	cq = urd_calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
 	req.cqe = (uint32_t)cqe;
@@ -321,7 +321,7 @@ static int create_cq(struct urd_context *ctx, int cqe, void *cq_context,
 	return 0;
 
 err_free:
-	free(cq);
+	urd_free(cq);
 	return ret;
 }
 
@@ -438,6 +438,6 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_spin_destroy(&cq->lock);
 	pthread_cond_destroy(&ibcq->cond);
 	pthread_mutex_destroy(&ibcq->mutex);
-	free(cq);
+	urd_free(cq);
 	return 0;
 }

@@ -89,7 +89,7 @@ static struct urd_device *probe(const char *path, const char *entry, int index, 
 	struct urd_device *dev;
 	char name[IBV_SYSFS_NAME_MAX];
 
-	dev = calloc(1, sizeof(*dev));
+	dev = urd_calloc(1, sizeof(*dev));
 	if (!dev)
 		return NULL;
 	dev->vm = vm;
@@ -125,7 +125,7 @@ static struct urd_device *probe(const char *path, const char *entry, int index, 
 	dev->node_guid = h.dev.node_guid;
 	return dev;
 fail:
-	free(dev);
+	urd_free(dev);
 	return NULL;
 }
 
@@ -153,7 +153,7 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 		n = 0;
 	}
 	nbars = urd_vm_find_bars(&bars);        /* VM hook: ivshmem BARs in a guest */
-	list = calloc((size_t)n + (size_t)nbars + 1, sizeof(*list));
+	list = urd_calloc((size_t)n + (size_t)nbars + 1, sizeof(*list));
 	if (!list) {
 		for (int i = 0; i < n; i++)
 			free(names[i]);
@@ -191,7 +191,7 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 void urd_device_put(struct urd_device *dev)
 {
 	if (__atomic_sub_fetch(&dev->refcnt, 1, __ATOMIC_ACQ_REL) == 0)
-		free(dev);
+		urd_free(dev);
 }
 
 /* Devices stay alive while a context uses them (programs read
@@ -202,7 +202,7 @@ void ibv_free_device_list(struct ibv_device **list)
 		return;
 	for (struct ibv_device **d = list; *d; d++)
 		urd_device_put(to_udev(*d));
-	free(list);
+	urd_free(list);
 }
 
 const char *ibv_get_device_name(struct ibv_device *device)
@@ -350,7 +350,7 @@ static void ctx_free(struct urd_context *ctx)
 	pthread_mutex_destroy(&ctx->ctrl_lock);
 	pthread_mutex_destroy(&ctx->ev_lock);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
-	free(ctx);
+	urd_free(ctx);
 }
 
 static int open_ctx(struct urd_device *dev, struct urd_context **out)
@@ -382,7 +382,7 @@ static int open_ctx(struct urd_device *dev, struct urd_context **out)
 		return -ENODEV;
 	}
 
-	ctx = calloc(1, sizeof(*ctx));
+	ctx = urd_calloc(1, sizeof(*ctx));
 	if (!ctx) {
 		close(fd);
 		return -ENOMEM;

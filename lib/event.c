@@ -60,7 +60,7 @@ void urd_evq_fini(struct urd_evq *q)
 	close(q->rfd);
 	close(q->wfd);
 	q->rfd = q->wfd = -1;
-	free(q->buf);
+	urd_free(q->buf);
 	q->buf = NULL;
 	pthread_mutex_destroy(&q->lock);
 }
@@ -77,12 +77,12 @@ int urd_evq_push_locked(struct urd_evq *q, void *obj, uint32_t type, int port)
 
 		if (ncap > EVQ_MAX)
 			return -ENOSPC;
-		nb = malloc(ncap * sizeof(*nb));
+		nb = urd_calloc(ncap, sizeof(*nb));
 		if (!nb)
 			return -ENOMEM;
 		for (uint32_t i = 0; i < q->count; i++)
 			nb[i] = q->buf[(q->head + i) % q->cap];
-		free(q->buf);
+		urd_free(q->buf);
 		q->buf = nb;
 		q->head = 0;
 		q->cap = ncap;
@@ -565,14 +565,14 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 		errno = EIO;
 		return NULL;
 	}
-	ch = calloc(1, sizeof(*ch));
+	ch = urd_calloc(1, sizeof(*ch));
 	if (!ch) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	ret = urd_evq_init(&ch->q);
 	if (ret) {
-		free(ch);
+		urd_free(ch);
 		errno = -ret;
 		return NULL;
 	}
@@ -593,7 +593,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		ret = EBUSY;
 	} else {
 		urd_evq_fini(&to_uchan(channel)->q);
-		free(to_uchan(channel));
+		urd_free(to_uchan(channel));
 	}
 	pthread_mutex_unlock(&c->mutex);
 	return ret;

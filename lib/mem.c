@@ -130,7 +130,7 @@ static int run_insert(struct urd_memdev *md, size_t i, struct urd_run *r)
 {
 	if (md->nruns == md->cap) {
 		size_t ncap = md->cap ? md->cap * 2 : 16;
-		struct urd_run **n = realloc(md->runs, ncap * sizeof(*n));
+		struct urd_run **n = urd_realloc(md->runs, ncap * sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
@@ -265,7 +265,7 @@ static void move_out(uintptr_t p, size_t len)
 static int run_new(struct urd_context *ctx, struct urd_memdev *md, uintptr_t p,
 		   size_t len, struct urd_run **out)
 {
-	struct urd_run *r = calloc(1, sizeof(*r));
+	struct urd_run *r = urd_calloc(1, sizeof(*r));
 	uint64_t off;
 	int ret;
 
@@ -286,7 +286,7 @@ static int run_new(struct urd_context *ctx, struct urd_memdev *md, uintptr_t p,
 	*out = r;
 	return 0;
 err_free:
-	free(r);
+	urd_free(r);
 	return ret;
 }
 
@@ -303,7 +303,7 @@ static void run_put(struct urd_memdev *md, struct urd_run *r, bool free_window)
 		if (free_window)
 			window_free(r->owner, r->off, r->len);
 	}
-	free(r);
+	urd_free(r);
 }
 
 /* ---------------------------------------------------- registration */
@@ -341,13 +341,13 @@ static int reg_mr_vm(struct urd_context *ctx, struct ibv_pd *pd, void *addr, siz
 
 	if (!ctx->dev->vm)
 		return -EOPNOTSUPP;     /* a VM's region opened outside its guest */
-	mr = calloc(1, sizeof(*mr));
+	mr = urd_calloc(1, sizeof(*mr));
 	if (!mr)
 		return -ENOMEM;
 	ret = urd_vm_reg_mr(ctx, pd->handle, (uintptr_t)addr, length, iova,
 			    access & PERM_ACCESS, &mr->ibv);
 	if (ret) {
-		free(mr);
+		urd_free(mr);
 		return ret;
 	}
 	mr->vm = true;
@@ -379,7 +379,7 @@ static int take_runs(struct urd_context *ctx, struct urd_memdev *md,
 
 		if (mr->nruns == cap) {
 			size_t ncap = cap ? cap * 2 : 4;
-			struct urd_run **n = realloc(mr->runs, ncap * sizeof(*n));
+			struct urd_run **n = urd_realloc(mr->runs, ncap * sizeof(*n));
 
 			if (!n) {
 				ret = -ENOMEM;
@@ -398,7 +398,7 @@ static int take_runs(struct urd_context *ctx, struct urd_memdev *md,
 			if (ret) {
 				move_out(r->start, r->len);
 				window_free(ctx, r->off, r->len);
-				free(r);
+				urd_free(r);
 				break;
 			}
 		}
@@ -428,7 +428,7 @@ static int send_reg(struct urd_context *ctx, struct urd_mr *mr,
 	if (mr->nruns > URD_MR_MAX_SEGS)
 		return -EINVAL;
 	sz = sizeof(*req) + mr->nruns * sizeof(struct urd_mr_seg);
-	req = calloc(1, sz);
+	req = urd_calloc(1, sz);
 	if (!req)
 		return -ENOMEM;
 	for (size_t k = 0; k < mr->nruns; k++) {
@@ -452,7 +452,7 @@ static int send_reg(struct urd_context *ctx, struct urd_mr *mr,
 	sz = sizeof(*req) + n * sizeof(struct urd_mr_seg);
 	ret = urd_ctrl(ctx, URD_OP_REG_MR, req, (uint32_t)sz, &resp,
 		       sizeof(resp), sizeof(resp));
-	free(req);
+	urd_free(req);
 	if (ret)
 		return ret;
 	mr->ibv.handle = resp.handle;
@@ -483,7 +483,7 @@ static int reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 	if (!md || !md->mem_size)
 		return -EOPNOTSUPP;
 
-	mr = calloc(1, sizeof(*mr));
+	mr = urd_calloc(1, sizeof(*mr));
 	if (!mr)
 		return -ENOMEM;
 
@@ -526,8 +526,8 @@ static int reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 
 err_unlock:
 	pthread_mutex_unlock(&mem_lock);
-	free(mr->runs);
-	free(mr);
+	urd_free(mr->runs);
+	urd_free(mr);
 	return ret;
 }
 
@@ -627,8 +627,8 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	pthread_mutex_unlock(&mem_lock);
 	if (mr->vm)
 		urd_vm_unpin((uintptr_t)ibmr->addr, ibmr->length);
-	free(mr->runs);
-	free(mr);
+	urd_free(mr->runs);
+	urd_free(mr);
 	return 0;
 }
 
@@ -670,7 +670,7 @@ int urd_mem_attach(struct urd_context *ctx, int region_fd)
 		if (md->st_dev == st.st_dev && md->st_ino == st.st_ino)
 			break;
 	if (!md) {
-		md = calloc(1, sizeof(*md));
+		md = urd_calloc(1, sizeof(*md));
 		if (!md) {
 			ret = -ENOMEM;
 			goto out;
@@ -678,7 +678,7 @@ int urd_mem_attach(struct urd_context *ctx, int region_fd)
 		md->fd = fcntl(region_fd, F_DUPFD_CLOEXEC, 0);
 		if (md->fd < 0) {
 			ret = -errno;
-			free(md);
+			urd_free(md);
 			goto out;
 		}
 		md->st_dev = st.st_dev;
@@ -714,8 +714,8 @@ static void memdev_free_locked(struct urd_memdev *md)
 		}
 	}
 	close(md->fd);
-	free(md->runs);
-	free(md);
+	urd_free(md->runs);
+	urd_free(md);
 }
 
 void urd_mem_detach(struct urd_context *ctx)
@@ -735,8 +735,8 @@ void urd_mem_detach(struct urd_context *ctx)
 			run_put(md, mr->runs[k], mr->runs[k]->owner != ctx);
 		if (mr->vm)
 			urd_vm_unpin((uintptr_t)mr->ibv.addr, mr->ibv.length);
-		free(mr->runs);
-		free(mr);
+		urd_free(mr->runs);
+		urd_free(mr);
 	}
 	/* Runs this context allocated that other contexts' MRs still use. */
 	for (size_t i = 0; i < md->nruns; i++) {
@@ -778,10 +778,12 @@ static void atfork_prepare(void)
 	 * ev_lock across fork leaves no queue lock held in the child. */
 	for (struct urd_context *c = all_ctxs; c; c = c->next_all)
 		pthread_mutex_lock(&c->ev_lock);
+	urd_alloc_fork_prepare();       /* a leaf: last */
 }
 
 static void atfork_parent(void)
 {
+	urd_alloc_fork_parent();
 	for (struct urd_context *c = all_ctxs; c; c = c->next_all)
 		pthread_mutex_unlock(&c->ev_lock);
 	pthread_mutex_unlock(&mem_lock);
@@ -789,12 +791,13 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	urd_alloc_fork_child();
 	/* Registered pages: private copies for the child. */
 	for (struct urd_memdev *md = memdevs; md; md = md->next) {
 		for (size_t i = 0; i < md->nruns; i++) {
 			if (!md->gone)
 				move_out(md->runs[i]->start, md->runs[i]->len);
-			free(md->runs[i]);
+			urd_free(md->runs[i]);
 		}
 		md->nruns = 0;
 	}

@@ -13,7 +13,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	struct urd_pd *pd;
 	int ret;
 
-	pd = calloc(1, sizeof(*pd));
+	pd = urd_calloc(1, sizeof(*pd));
 	if (!pd) {
 		errno = ENOMEM;
 		return NULL;
@@ -21,7 +21,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	ret = urd_ctrl(ctx, URD_OP_ALLOC_PD, &req, sizeof(req), &resp,
 		       sizeof(resp), sizeof(resp));
 	if (ret) {
-		free(pd);
+		urd_free(pd);
 		errno = -ret;
 		return NULL;
 	}
@@ -39,7 +39,7 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 	ret = urd_ctrl_handle(ctx, URD_OP_DEALLOC_PD, pd->handle);
 	if (ret && !urd_ctx_dead(ctx))
 		return -ret;
-	free(to_upd(pd));
+	urd_free(to_upd(pd));
 	return 0;
 }
 

@@ -47,6 +47,18 @@
 extern int urd_debug_enabled;
 void urd_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ------------------------------------------------------------- memory */
+
+/* Every object of the library lives in memory of its own (alloc.c), never
+ * in a page an application buffer shares: registration moves such pages. */
+void *urd_zalloc(size_t n);
+void *urd_calloc(size_t nmemb, size_t size);
+void *urd_realloc(void *p, size_t n);
+void urd_free(void *p);
+void urd_alloc_fork_prepare(void);
+void urd_alloc_fork_parent(void);
+void urd_alloc_fork_child(void);
+
 /* ----------------------------------------------------------------- device */
 
 /* rdma-core's struct verbs_device, field for field.  libmlx5 and libefa (which

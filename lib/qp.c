@@ -651,7 +651,7 @@ static int create_qp(struct urd_context *ctx, struct ibv_qp_init_attr_ex *a,
 		ops = a->send_ops_flags;
 	}
 
-	qp = calloc(1, sizeof(*qp));
+	qp = urd_calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
 
@@ -727,7 +727,7 @@ err_destroy:
 		(unsigned long long)resp.rq_off, resp.rq_n, resp.rq_wqe_shift);
 	urd_ctrl_handle(ctx, URD_OP_DESTROY_QP, resp.handle);
 err_free:
-	free(qp);
+	urd_free(qp);
 	return ret;
 }
 
@@ -780,7 +780,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		pthread_spin_destroy(&qp->rq.lock);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
-	free(qp);
+	urd_free(qp);
 	return 0;
 }
 

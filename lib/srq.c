@@ -30,7 +30,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 		errno = EIO;
 		return NULL;
 	}
-	srq = calloc(1, sizeof(*srq));
+	srq = urd_calloc(1, sizeof(*srq));
 	if (!srq) {
 		errno = ENOMEM;
 		return NULL;
@@ -73,7 +73,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	return &srq->ibv;
 
 err_free:
-	free(srq);
+	urd_free(srq);
 	errno = -ret;
 	return NULL;
 }
@@ -136,7 +136,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	pthread_spin_destroy(&srq->rq.lock);
 	pthread_cond_destroy(&ibsrq->cond);
 	pthread_mutex_destroy(&ibsrq->mutex);
-	free(srq);
+	urd_free(srq);
 	return 0;
 }
 

@@ -326,10 +326,22 @@ wire_linkdown() {
 	# A long outage: the side with its send outstanding ends with retry
 	# exceeded; the other has only a receive posted and, as on any RC
 	# device, is never told: its wait is cut at 20 s.
-	CLIENT_TIMEOUT=20 mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -c -n 20000 -s 1024" \
-		2 h2v1 "ibv_rc_pingpong -g 0 -c -n 20000 -s 1024 $SRV" >"$WORK/linkdown.log" 2>&1 &
+	# The cut comes once both sides exchanged their addresses (a blind
+	# sleep let a slow start put the whole outage before the pingpong).
+	# 20000 iterations take ~1.7 s unhindered: the short cut falls inside
+	# them; the long case runs 10^6, which cannot end before its cut.
+	local n=$PAIR_SEQ iters=20000 i
+	[ "$want" = pass ] || iters=1000000
+	CLIENT_TIMEOUT=20 mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -c -n $iters -s 1024" \
+		2 h2v1 "ibv_rc_pingpong -g 0 -c -n $iters -s 1024 $SRV" >"$WORK/linkdown.log" 2>&1 &
 	cpid=$!
-	sleep 2
+	for ((i = 0; i < 300; i++)); do
+		grep -qs 'remote address' "$WORK/pair$n.server.out" &&
+			grep -qs 'remote address' "$WORK/pair$n.client.out" && break
+		kill -0 "$cpid" 2>/dev/null || break
+		sleep 0.05
+	done
+	check "the pingpong connected before the cut" grep -qs 'remote address' "$WORK/pair$n.client.out"
 	if [ "$want" = pass ]; then
 		# an outage in the fabric: host 2's carrier stays up.  (A carrier
 		# flap at a host makes the kernel flush its neighbour entries:
