@@ -1,38 +1,40 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The opcode table (include/unirdma/opcode.h): what each send opcode does,
  * from IB spec 9.4 (table 38), 9.8.x (operations per transport service) and
- * ibv_post_send(3).  One copy for the library and the daemon. */
+ * ibv_post_send(3).  UC (9.8.2): SEND and RDMA WRITE, with or without
+ * immediate; no READ, no atomics.  One copy for the library and the daemon. */
 #include "unirdma/opcode.h"
 
 #define RC URD_QPT_BIT(IBV_QPT_RC)
+#define UC URD_QPT_BIT(IBV_QPT_UC)
 #define UD URD_QPT_BIT(IBV_QPT_UD)
 
 const struct urd_opcode_info urd_opcodes[URD_WR_NUM_OPCODES] = {
 	[URD_WR_RDMA_WRITE] = {
 		.name = "rdma_write",
 		.flags = URD_OPF_WRITE | URD_OPF_INLINE,
-		.qp_types = RC,
+		.qp_types = RC | UC,
 		.remote_access = IBV_ACCESS_REMOTE_WRITE,
 		.wc_opcode = IBV_WC_RDMA_WRITE,
 	},
 	[URD_WR_RDMA_WRITE_WITH_IMM] = {
 		.name = "rdma_write_imm",
 		.flags = URD_OPF_WRITE | URD_OPF_IMM | URD_OPF_SEND | URD_OPF_INLINE,
-		.qp_types = RC,
+		.qp_types = RC | UC,
 		.remote_access = IBV_ACCESS_REMOTE_WRITE,
 		.wc_opcode = IBV_WC_RDMA_WRITE,
 	},
 	[URD_WR_SEND] = {
 		.name = "send",
 		.flags = URD_OPF_SEND | URD_OPF_INLINE,
-		.qp_types = RC | UD,
+		.qp_types = RC | UC | UD,
 		.remote_access = 0,
 		.wc_opcode = IBV_WC_SEND,
 	},
 	[URD_WR_SEND_WITH_IMM] = {
 		.name = "send_imm",
 		.flags = URD_OPF_SEND | URD_OPF_IMM | URD_OPF_INLINE,
-		.qp_types = RC | UD,
+		.qp_types = RC | UC | UD,
 		.remote_access = 0,
 		.wc_opcode = IBV_WC_SEND,
 	},

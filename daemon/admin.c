@@ -147,10 +147,11 @@ static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
 				continue;
 			q = json_object_new_object();
 			ADD_I64(q, "qpn", qp->qpn);
-			json_object_object_add(q, "type", json_object_new_string(qp->type == IBV_QPT_RC ? "RC" : "UD"));
+			json_object_object_add(q, "type", json_object_new_string(qp->type == IBV_QPT_RC ? "RC" :
+									     qp->type == IBV_QPT_UC ? "UC" : "UD"));
 			json_object_object_add(q, "state", json_object_new_string(qp_state_name(qp->state)));
 			ADD_I64(q, "context", qp->obj.ctx->id);
-			if (qp->type == IBV_QPT_RC)
+			if (qp->type != IBV_QPT_UD)
 				ADD_I64(q, "dest_qpn", qp->attr.dest_qp_num);
 			json_object_object_add(q, "counters", counters_json(&qp->cnt));
 			json_object_array_add(arr, q);

@@ -29,7 +29,7 @@ int op_create_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSE
 	struct vr_qp *qp;
 	int ret;
 
-	if (r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UD)
+	if (r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UC && r->qp_type != IBV_QPT_UD)
 		return -EOPNOTSUPP;
 	if (!pd || !scq || !rcq)
 		return -EINVAL;
@@ -126,11 +126,12 @@ err_free:
 	return ret;
 }
 
-/* IB spec 11.2.4.2 / the kernel's QP state table: attributes each transition
- * requires and may take. */
+/* IB spec 11.2.4.2 / the kernel's QP state table (ib_modify_qp_is_ok):
+ * attributes each transition requires and may take.  UC connects like RC
+ * but has no responder resources, RNR timer, timeout or retry counts. */
 static bool qp_transition(uint32_t type, uint32_t cur, uint32_t next, uint32_t *req, uint32_t *opt)
 {
-	const bool ud = type == IBV_QPT_UD;
+	const bool ud = type == IBV_QPT_UD, uc = type == IBV_QPT_UC;
 
 	*req = IBV_QP_STATE;
 	*opt = 0;
@@ -152,8 +153,9 @@ static bool qp_transition(uint32_t type, uint32_t cur, uint32_t next, uint32_t *
 		if (ud) {
 			*opt = IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
 		} else {
-			*req |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+			*req |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+			if (!uc)
+				*req |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 			*opt = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
 		}
 		return true;
@@ -163,6 +165,9 @@ static bool qp_transition(uint32_t type, uint32_t cur, uint32_t next, uint32_t *
 		*req |= IBV_QP_SQ_PSN;
 		if (ud) {
 			*opt = IBV_QP_CUR_STATE | IBV_QP_QKEY;
+		} else if (uc) {
+			*opt = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+			       IBV_QP_PATH_MIG_STATE;
 		} else {
 			*req |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 			*opt = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
@@ -179,10 +184,12 @@ static bool qp_transition(uint32_t type, uint32_t cur, uint32_t next, uint32_t *
 		if (next != IBV_QPS_RTS)
 			return false;
 		*opt = IBV_QP_CUR_STATE | (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-					   IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER);
-		if (cur == IBV_QPS_SQD && !ud)
+					   IBV_QP_PATH_MIG_STATE | (uc ? 0 : IBV_QP_MIN_RNR_TIMER));
+		if (cur == IBV_QPS_SQD && !ud && !uc)
 			*opt |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_AV;
+		else if (cur == IBV_QPS_SQD && uc)
+			*opt |= IBV_QP_AV;
 		return true;
 	default:
 		return false;

@@ -62,7 +62,7 @@ enum req_state {
 	REQST_PACKET,           /* the packet that carries this piece */
 	REQST_ROUTE,            /* the destination QP, if any */
 	REQST_DELIVER,          /* hand the packet to the responder */
-	REQST_CHECK_UD,         /* UD is unreliable: whatever the answer, it was sent */
+	REQST_CHECK_UD,         /* UD and UC are unreliable: whatever the answer, it was sent */
 	REQST_ARM_RETRY,        /* fresh retry counts for a new head WQE */
 	REQST_CHECK_ANSWER,     /* the responder's ACK or NAK decides */
 	REQST_RESTART,          /* the responder lost the message: send it again */
@@ -296,7 +296,7 @@ static inline enum req_state req_route(struct req_wqe *c)
 {
 	struct vr_qp *qp = c->qp;
 
-	c->dst = qp->type == IBV_QPT_RC ? route_rc(qp) : route_ud(qp, c->w);
+	c->dst = qp->type == IBV_QPT_UD ? route_ud(qp, c->w) : route_rc(qp);
 	return REQST_DELIVER;
 }
 
@@ -315,10 +315,13 @@ static inline enum req_state req_deliver(struct req_wqe *c)
 	return REQST_CHECK_UD;
 }
 
+/* UD and UC are unreliable (IB spec 9.8.2, 9.8.3): the sender completes
+ * whatever became of the packet; a UC message the responder dropped (no
+ * receive WQE, a bad R_Key, a piece after a lost one) is simply lost. */
 static inline enum req_state req_check_ud(struct req_wqe *c)
 {
-	if (c->qp->type == IBV_QPT_UD)
-		c->res = RESP_ACK;      /* unreliable: the sender completes either way */
+	if (c->qp->type != IBV_QPT_RC)
+		c->res = RESP_ACK;
 	return REQST_ARM_RETRY;
 }
 

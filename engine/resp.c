@@ -7,6 +7,13 @@
  * for SENDs and WRITE_WITH_IMM (none: RNR NAK, C9-135), then moves the data
  * and completes the receive.  Access and length errors are class C errors: the
  * responder's QP goes to the error state (C9-96) and the requester gets a NAK.
+ *
+ * UC (IB spec 9.8.2, as rxe): nobody answers, so the responder drops what it
+ * cannot take and its QP stays as it is: a message with no receive WQE, a bad
+ * R_Key or a length error is lost (class D; with an SRQ a length error
+ * completes the taken WQE with IBV_WC_REM_INV_REQ_ERR, class E), and the
+ * pieces that follow a dropped one are dropped with it.  A malformed receive
+ * WQE (bad lkey) is class A: the QP goes to the error state.
  */
 #include <arpa/inet.h>
 #include <string.h>
@@ -126,7 +133,35 @@ static enum resp_result class_c_error(struct vr_qp *qp, enum resp_result r)
 	return r;
 }
 
-/* One piece of an RC SEND moving in pieces.  The first piece consumes a
+/* A SEND longer than its receive WQE: RC NAKs it and fails (class C, the WQE
+ * completes with IBV_WC_LOC_LEN_ERR); UC drops the message and keeps the WQE
+ * for the next one, unless it came from an SRQ (class E: completed with
+ * IBV_WC_REM_INV_REQ_ERR).  An undersized UD WQE completes in error. */
+static enum resp_result recv_too_long(struct vr_qp *qp, uint64_t wr_id, struct packet *pkt)
+{
+	if (qp->type == IBV_QPT_UC && !qp->srq)
+		return RESP_SILENT;
+	recv_commit(qp);
+	complete_recv(qp, wr_id, qp->type == IBV_QPT_UC ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_LOC_LEN_ERR,
+		      IBV_WC_RECV, 0, pkt);
+	if (qp->type == IBV_QPT_UD)
+		return RESP_ACK;
+	return class_c_error(qp, RESP_NAK_INV_REQ);
+}
+
+/* A receive WQE whose scatter list fails its checks (class A for RC and UC:
+ * the QP goes to the error state; UD completes it in error). */
+static enum resp_result recv_malformed(struct vr_qp *qp, uint64_t wr_id, struct packet *pkt)
+{
+	complete_recv(qp, wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, pkt);
+	if (qp->type == IBV_QPT_UD)
+		return RESP_ACK;
+	if (qp->type == IBV_QPT_UC && qp->state != IBV_QPS_ERR)
+		qp_fail(qp, QP_FAIL_REQUEST);
+	return class_c_error(qp, RESP_NAK_OP);
+}
+
+/* One piece of an RC or UC SEND moving in pieces.  The first piece consumes a
  * receive WQE (or reuses the one a restarted message already consumed) and
  * keeps its scatter list in the QP's xfer; the last writes the CQE.  MRs are
  * checked again for every piece: the lock was free in between. */
@@ -155,12 +190,12 @@ static enum resp_result recv_piece(struct vr_qp *qp, struct packet *pkt)
 				return RESP_RNR;
 			}
 			n = recv_sges(qp, rw, max_sge, sg, &room);
-			if (n < 0 || room < pkt->total) {
+			if (n < 0) {
 				recv_commit(qp);
-				complete_recv(qp, rw->wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR,
-					      IBV_WC_RECV, 0, pkt);
-				return class_c_error(qp, n < 0 ? RESP_NAK_OP : RESP_NAK_INV_REQ);
+				return recv_malformed(qp, rw->wr_id, pkt);
 			}
+			if (room < pkt->total)
+				return recv_too_long(qp, rw->wr_id, pkt);
 			recv_commit(qp);
 			x->rx = true;
 			x->rx_wr_id = rw->wr_id;
@@ -212,13 +247,12 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 	rw = recv_peek(qp, wbuf, &max_sge);
 	if (!rw) {
 		CNT_BOTH(qp, rnr_naks, 1);
-		return ud ? RESP_ACK : RESP_RNR;        /* UD: the datagram is dropped */
+		return ud ? RESP_ACK : RESP_RNR;        /* UD, UC: the message is dropped */
 	}
 	n = recv_sges(qp, rw, max_sge, sg, &room);
 	if (n < 0) {
 		recv_commit(qp);
-		complete_recv(qp, rw->wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, pkt);
-		return ud ? RESP_ACK : class_c_error(qp, RESP_NAK_OP);
+		return recv_malformed(qp, rw->wr_id, pkt);
 	}
 	if (pkt->op->flags & URD_OPF_WRITE) {
 		/* the data went to the RDMA target; the receive WQE only completes */
@@ -227,11 +261,8 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 		complete_recv(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, byte_len, pkt);
 		return RESP_ACK;
 	}
-	if (room < (uint64_t)pkt->total + (ud ? GRH_BYTES : 0)) {
-		recv_commit(qp);
-		complete_recv(qp, rw->wr_id, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, pkt);
-		return ud ? RESP_ACK : class_c_error(qp, RESP_NAK_INV_REQ);
-	}
+	if (room < (uint64_t)pkt->total + (ud ? GRH_BYTES : 0))
+		return recv_too_long(qp, rw->wr_id, pkt);
 	if (ud) {
 		/* the GRH occupies the first 40 bytes of the scatter list */
 		struct vsge g = { .mr = NULL, .off = 0, .len = GRH_BYTES, .flat = grh };
@@ -270,7 +301,8 @@ static __attribute__((noinline)) int remote_piece(struct vr_qp *qp, const struct
 
 	if (addr < w->remote_addr)
 		return -1;
-	if (pkt->off == 0 &&
+	/* UC: every piece, since nothing stops the pieces after a dropped first */
+	if ((pkt->off == 0 || qp->type == IBV_QPT_UC) &&
 	    mr_check_remote(qp->vr, qp, w->rkey, w->remote_addr, pkt->total, access, t))
 		return -1;
 	return mr_check_remote(qp->vr, qp, w->rkey, addr, pkt->len, access, t);
@@ -300,7 +332,7 @@ enum resp_result resp_handle(struct vr_qp *qp, struct packet *pkt)
 	/* An RC responder answers its connected peer only: on a wire, packets
 	 * from any other QP fail the PSN check and are dropped (IB spec 9.7.5.1).
 	 * Without this, any QP of the tenant could inject into a connection. */
-	if (qp->type == IBV_QPT_RC && qp->attr.dest_qp_num != pkt->src->qpn)
+	if (qp->type != IBV_QPT_UD && qp->attr.dest_qp_num != pkt->src->qpn)
 		return RESP_SILENT;
 	pkt->rnr_timer = qp->attr.min_rnr_timer;
 

@@ -7,10 +7,10 @@
  *
  * Every opcode has its URD_OPF_* flags (what it does, the same on every QP
  * type that may post it) and the mask of those QP types (IB spec 9.8.x,
- * operations per transport service: RC all seven, UD sends only).  The
- * table itself is in common/opcode.c, linked into the library and the
- * daemon; the library keeps it internal (hidden visibility, and
- * lib/libibverbs.map exports nothing of ours).
+ * operations per transport service: RC all seven, UC sends and writes, UD
+ * sends only).  The table itself is in common/opcode.c, linked into the
+ * library and the daemon; the library keeps it internal (hidden visibility,
+ * and lib/libibverbs.map exports nothing of ours).
  */
 #ifndef UNIRDMA_OPCODE_H
 #define UNIRDMA_OPCODE_H
