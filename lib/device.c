@@ -153,7 +153,9 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 		n = 0;
 	}
 	nbars = urd_vm_find_bars(&bars);        /* VM hook: ivshmem BARs in a guest */
-	list = urd_calloc((size_t)n + (size_t)nbars + 1, sizeof(*list));
+	/* the list itself comes from malloc: programs free() it (qperf), as
+	 * rdma-core's allows; nothing of ours writes it after we return it */
+	list = calloc((size_t)n + (size_t)nbars + 1, sizeof(*list));
 	if (!list) {
 		for (int i = 0; i < n; i++)
 			free(names[i]);
@@ -202,7 +204,7 @@ void ibv_free_device_list(struct ibv_device **list)
 		return;
 	for (struct ibv_device **d = list; *d; d++)
 		urd_device_put(to_udev(*d));
-	urd_free(list);
+	free(list);
 }
 
 const char *ibv_get_device_name(struct ibv_device *device)
