@@ -35,8 +35,9 @@
 #define ROCE_MAX_UDP_PAYLOAD (65535 - 20 - 8)
 #define ROCE_GSI_QKEY 0x80010000u
 
-/* BTH opcodes: RC 0x00..0x17 (ROCE.md 1.2), UD 0x64/0x65.  Nothing else is
- * known here: UC, RD, CNP, and 6.2's FLUSH and ATOMIC_WRITE are "unknown". */
+/* BTH opcodes: RC 0x00..0x17 (ROCE.md 1.2), UC 0x20..0x2b (the RC SEND and
+ * WRITE opcodes + 0x20, IB spec 9.2.3 table 34), UD 0x64/0x65.  Nothing else
+ * is known here: RD, CNP, and 6.2's FLUSH and ATOMIC_WRITE are "unknown". */
 enum roce_opcode {
 	ROCE_RC_SEND_FIRST = 0x00,
 	ROCE_RC_SEND_MIDDLE,
@@ -61,6 +62,18 @@ enum roce_opcode {
 	ROCE_RC_FETCH_ADD,
 	ROCE_RC_SEND_LAST_INV = 0x16,
 	ROCE_RC_SEND_ONLY_INV = 0x17,
+	ROCE_UC_SEND_FIRST = 0x20,      /* UC: ROCE_RC_SEND_FIRST .. _WRITE_ONLY_IMM + 0x20 */
+	ROCE_UC_SEND_MIDDLE,
+	ROCE_UC_SEND_LAST,
+	ROCE_UC_SEND_LAST_IMM,
+	ROCE_UC_SEND_ONLY,
+	ROCE_UC_SEND_ONLY_IMM,
+	ROCE_UC_WRITE_FIRST,
+	ROCE_UC_WRITE_MIDDLE,
+	ROCE_UC_WRITE_LAST,
+	ROCE_UC_WRITE_LAST_IMM,
+	ROCE_UC_WRITE_ONLY,
+	ROCE_UC_WRITE_ONLY_IMM,
 	ROCE_UD_SEND_ONLY = 0x64,
 	ROCE_UD_SEND_ONLY_IMM = 0x65,
 };
@@ -90,9 +103,10 @@ enum roce_opcode {
 #define ROCE_F_ACK (1u << 16)       /* ACK and ATOMIC_ACK (not read responses) */
 #define ROCE_F_ATOMIC (1u << 17)    /* CMP_SWAP, FETCH_ADD */
 #define ROCE_F_REQ (1u << 18)       /* a request (sent by a requester) */
+#define ROCE_F_UC (1u << 19)        /* a UC opcode */
 #define ROCE_F_VALID (1u << 31)     /* set on every known opcode */
 
-/* 0 for an unknown opcode (UC, RD, CNP, FLUSH, ATOMIC_WRITE, ...). */
+/* 0 for an unknown opcode (RD, CNP, FLUSH, ATOMIC_WRITE, ...). */
 uint32_t roce_op_flags(uint8_t opcode);
 /* BTH + the opcode's extension headers, in bytes; 0 for an unknown opcode. */
 uint32_t roce_hdr_len(uint8_t opcode);

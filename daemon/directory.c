@@ -56,6 +56,7 @@ const char *const wire_drop_names[WDROP_NUM] = {
 	[WDROP_QKEY] = "qkey",
 	[WDROP_NO_RECV] = "no_recv",
 	[WDROP_TRANSPORT] = "transport",
+	[WDROP_UC] = "uc_dropped",
 };
 
 const char *const wire_nak_names[WNAK_NUM] = {

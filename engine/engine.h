@@ -69,6 +69,8 @@ enum wire_drop {
 	WDROP_QKEY,             /* UD: Q_Key mismatch */
 	WDROP_NO_RECV,          /* UD: no receive WQE */
 	WDROP_TRANSPORT,        /* opcode of another transport than the QP's */
+	WDROP_UC,               /* UC: a message the responder could not take, or
+				 * a packet after a gap or a drop (no FIRST) */
 	WDROP_NUM
 };
 

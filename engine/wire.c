@@ -232,7 +232,7 @@ void engine_qp_connect(struct vr_qp *qp)
 	uint32_t dip;
 	bool by_qpn = false;
 
-	if (!d->eng.wire || qp->type != IBV_QPT_RC)
+	if (!d->eng.wire || (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC))
 		return;
 	if (ah->is_global) {
 		if (!engine_gid_ip(ah->dgid, &dip) || local_vrnic_by_ip(d, dip))
@@ -422,7 +422,9 @@ static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, ui
 		wire_ud_rx(qp, &rx, (uint32_t)len + 8);
 		return;
 	}
-	if (qp->type != IBV_QPT_RC || rx.h.opcode >= 0x20 || !(fl & ROCE_F_VALID)) {
+	/* RC takes the RC opcodes (0x00..0x17), UC the UC ones */
+	if (!(fl & ROCE_F_VALID) || (qp->type == IBV_QPT_RC ? rx.h.opcode >= 0x20 :
+				     qp->type != IBV_QPT_UC || !(fl & ROCE_F_UC))) {
 		rx.cnt->drops[WDROP_TRANSPORT]++;
 		return;
 	}

@@ -136,6 +136,7 @@ struct wire_qp {
 	bool nak_sent;                  /* a PSN-sequence NAK went out for this gap */
 	uint8_t in_msg;                 /* 0, or ROCE_F_SEND / ROCE_F_WRITE in progress */
 	bool rx_wqe;                    /* a receive WQE is taken by the SEND in progress */
+	bool uc_drop;                   /* UC: dropping until a FIRST or ONLY */
 	uint64_t rx_wr_id;
 	uint32_t rx_nsge;
 	uint64_t rx_off;

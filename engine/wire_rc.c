@@ -20,6 +20,15 @@
  * are replayed and atomics answered with their saved original value from a
  * ring of responder resources.  No receive WQE: RNR NAK with min_rnr_timer.
  * Class C errors (access, invalid request) NAK and move the QP to error.
+ *
+ * UC (IB spec 9.8.2, as rxe) runs through the same code with the UC opcodes
+ * (RC's + 0x20): the requester sends without AckReq, window or timer and
+ * completes a WQE once its last packet is out; the responder sends nothing
+ * back.  A packet out of sequence, or any packet after one it dropped, is
+ * dropped until a FIRST or ONLY starts a new message (rxe's drop_msg): the
+ * message in progress is lost, and a receive WQE it had taken takes the next
+ * SEND.  What RC NAKs (no receive WQE, a bad R_Key, a bad length) drops the
+ * message; a malformed receive WQE still fails the QP (class A).
  */
 #include <arpa/inet.h>
 #include <assert.h>
@@ -214,12 +223,15 @@ static void fail_head(struct vr_qp *qp, struct wire_qp *q, enum ibv_wc_status st
 	qp_fail(qp, QP_FAIL_WQE);
 }
 
-static uint8_t req_opcode(const struct urd_opcode_info *op, uint32_t wr_opcode, uint32_t k, uint32_t npkts)
+static uint8_t req_opcode(const struct urd_opcode_info *op, uint32_t wr_opcode, uint32_t k, uint32_t npkts, bool uc)
 {
 	bool first = k == 0, last = k + 1 == npkts;
 	/* SEND and WRITE number their positions alike from their FIRST:
 	 * +0 FIRST, +1 MIDDLE, +2 LAST, +3 LAST_IMM, +4 ONLY, +5 ONLY_IMM */
 	uint8_t base = (op->flags & URD_OPF_WRITE) ? ROCE_RC_WRITE_FIRST : ROCE_RC_SEND_FIRST;
+
+	if (uc)
+		base = (uint8_t)(base + ROCE_UC_SEND_FIRST - ROCE_RC_SEND_FIRST);
 	uint8_t imm = (op->flags & URD_OPF_IMM) ? 1 : 0;
 
 	if (op->flags & URD_OPF_READ)
@@ -236,8 +248,10 @@ static uint8_t req_opcode(const struct urd_opcode_info *op, uint32_t wr_opcode, 
 }
 
 static_assert(ROCE_RC_SEND_ONLY_IMM - ROCE_RC_SEND_FIRST == 5 && ROCE_RC_WRITE_ONLY_IMM - ROCE_RC_WRITE_FIRST == 5 &&
-	      ROCE_RC_SEND_LAST - ROCE_RC_SEND_FIRST == ROCE_RC_WRITE_LAST - ROCE_RC_WRITE_FIRST,
-	      "SEND and WRITE opcodes share their position layout");
+	      ROCE_RC_SEND_LAST - ROCE_RC_SEND_FIRST == ROCE_RC_WRITE_LAST - ROCE_RC_WRITE_FIRST &&
+	      ROCE_UC_WRITE_FIRST - ROCE_UC_SEND_FIRST == ROCE_RC_WRITE_FIRST - ROCE_RC_SEND_FIRST &&
+	      ROCE_UC_WRITE_ONLY_IMM - ROCE_UC_WRITE_FIRST == 5,
+	      "SEND and WRITE opcodes share their position layout, UC's as RC's");
 
 /* Congestion window, in PSNs: additive increase (one PSN per window of
  * acknowledged PSNs), halved on a loss (a PSN-sequence NAK, a timeout), never
@@ -283,7 +297,7 @@ static void send_packet(struct vr_qp *qp, struct wire_qp *q, struct wire_wqe *e,
 	bool last;
 
 	memset(&p, 0, sizeof(p));
-	p.h.opcode = req_opcode(op, wq->opcode, k, e->npkts);
+	p.h.opcode = req_opcode(op, wq->opcode, k, e->npkts, qp->type == IBV_QPT_UC);
 	p.h.dqpn = qp->attr.dest_qp_num & 0xffffff;
 	p.h.psn = (e->first_psn + k) & 0xffffff;
 	p.sip = q->sip;
@@ -317,7 +331,7 @@ static void send_packet(struct vr_qp *qp, struct wire_qp *q, struct wire_wqe *e,
 			p.h.se = (wq->flags & URD_WQE_SOLICITED) != 0;
 		}
 	}
-	if (last || ++q->noack >= ack_every(q)) {
+	if (qp->type == IBV_QPT_RC && (last || ++q->noack >= ack_every(q))) {
 		p.h.ackreq = true;
 		q->noack = 0;
 	}
@@ -490,6 +504,8 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 			q->psn = (q->psn + 1) & 0xffffff;
 			if (psn_diff(q->psn, q->psn_max) > 0)
 				q->psn_max = q->psn;
+			if (qp->type == IBV_QPT_UC)
+				q->una = q->psn;        /* nothing is acknowledged */
 			*bytes -= q->mtu;
 			sent = true;
 		}
@@ -498,8 +514,10 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 			break;
 		}
 		q->cur_open = false;
+		if (qp->type == IBV_QPT_UC)
+			complete_head(qp, q, IBV_WC_SUCCESS);   /* sent: done */
 	}
-	if (sent && !q->rto_at)
+	if (sent && !q->rto_at && qp->type == IBV_QPT_RC)
 		arm_rto(qp, q, now);
 	wire_flush(w);
 	if (!more)
@@ -817,9 +835,26 @@ static void send_ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, ui
 				 (syn & 0x1f) == NAK_ACCESS ? WNAK_ACCESS : WNAK_OP]++;
 }
 
-/* A class C error: NAK, and the responder's QP goes to the error state. */
+/* UC: the message in progress is lost; packets are dropped until a FIRST or
+ * ONLY comes. */
+static void uc_drop(struct wire_qp *q, struct wire_rx *rx)
+{
+	q->uc_drop = true;
+	q->in_msg = 0;
+	rx->cnt->drops[WDROP_UC]++;
+}
+
+/* A class C error: NAK, and the responder's QP goes to the error state.  UC
+ * drops the message instead; NAK_OP there is a malformed receive WQE (class
+ * A): the QP still goes to the error state. */
 static void class_c(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint8_t code)
 {
+	if (qp->type == IBV_QPT_UC) {
+		uc_drop(q, rx);
+		if (code == NAK_OP && qp->state != IBV_QPS_ERR)
+			qp_fail(qp, QP_FAIL_REQUEST);
+		return;
+	}
 	send_ack(qp, q, rx, ROCE_RC_ACK, AETH_NAK | code, rx->h.psn, 0);
 	if (qp->state != IBV_QPS_ERR)
 		qp_fail(qp, code == NAK_ACCESS ? QP_FAIL_ACCESS : QP_FAIL_REQUEST);
@@ -919,20 +954,32 @@ static void duplicate(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, u
 	send_ack(qp, q, rx, ROCE_RC_ACK, AETH_ACK, (q->epsn - 1) & 0xffffff, 0);
 }
 
+/* No receive WQE: RNR NAK with the QP's timer (UC: the message is lost). */
+static void rnr(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx)
+{
+	CNT_BOTH(qp, rnr_naks, 1);
+	if (qp->type == IBV_QPT_UC)
+		uc_drop(q, rx);
+	else
+		send_ack(qp, q, rx, ROCE_RC_ACK, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), rx->h.psn, 0);
+}
+
 /* SEND packets: the first takes a receive WQE (none: RNR NAK); each lands at
- * its offset of the WQE's scatter list; the last completes it. */
+ * its offset of the WQE's scatter list; the last completes it.  A UC message
+ * lost mid-way leaves its WQE taken: the next SEND starts over in it. */
 static bool do_send(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint32_t fl)
 {
 	struct vsge sg[ENGINE_MAX_SGE];
 	uint64_t room;
 	int n;
 
-	if (fl & ROCE_F_FIRST) {
+	if ((fl & ROCE_F_FIRST) && q->rx_wqe) {
+		q->rx_off = 0;
+	} else if (fl & ROCE_F_FIRST) {
 		int r = recv_take(qp, &q->rx_wr_id, q->rx_sge, &q->rx_nsge);
 
 		if (r == 0) {
-			CNT_BOTH(qp, rnr_naks, 1);
-			send_ack(qp, q, rx, ROCE_RC_ACK, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), rx->h.psn, 0);
+			rnr(qp, q, rx);
 			return false;
 		}
 		if (r < 0) {
@@ -945,9 +992,15 @@ static bool do_send(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uin
 	n = recv_sg_check(qp, q->rx_sge, q->rx_nsge, sg, &room);
 	if (n < 0 || q->rx_off + rx->h.payload_len > room) {
 		struct recv_info ri = { .src_qpn = qp->attr.dest_qp_num };
+		bool uc = qp->type == IBV_QPT_UC;
 
+		if (uc && n >= 0 && !qp->srq) {
+			uc_drop(q, rx);         /* class D: the WQE waits for the next message */
+			return false;
+		}
 		q->rx_wqe = false;
-		complete_recv_info(qp, q->rx_wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, &ri);
+		complete_recv_info(qp, q->rx_wr_id, n < 0 ? IBV_WC_LOC_PROT_ERR :
+				   uc ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, &ri);
 		class_c(qp, q, rx, n < 0 ? NAK_OP : NAK_INV);
 		return false;
 	}
@@ -997,8 +1050,7 @@ static bool do_write(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, ui
 		int r = recv_take(qp, &wr_id, sge, &nsge);
 
 		if (r == 0) {
-			CNT_BOTH(qp, rnr_naks, 1);
-			send_ack(qp, q, rx, ROCE_RC_ACK, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), rx->h.psn, 0);
+			rnr(qp, q, rx);
 			return false;
 		}
 		if (r < 0) {
@@ -1101,6 +1153,20 @@ static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, u
 		rx->cnt->drops[WDROP_QP_STATE]++;
 		return;
 	}
+	if (qp->type == IBV_QPT_UC) {
+		/* no NAK, no duplicates: out of sequence, or after a drop, only a
+		 * FIRST or ONLY is taken, and it ends the message in progress */
+		if (dp || q->uc_drop) {
+			if (!(fl & ROCE_F_FIRST)) {
+				uc_drop(q, rx);
+				return;
+			}
+			q->uc_drop = false;
+		}
+		if (fl & ROCE_F_FIRST)
+			q->in_msg = 0;
+		dp = 0;
+	}
 	if (dp > 0) {
 		if (!q->nak_sent) {
 			q->nak_sent = true;
@@ -1158,7 +1224,7 @@ static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, u
 	if (fl & ROCE_F_LAST)
 		q->msn++;
 	q->epsn = (rx->h.psn + 1) & 0xffffff;
-	if (rx->h.ackreq)
+	if (rx->h.ackreq && qp->type == IBV_QPT_RC)
 		send_ack(qp, q, rx, ROCE_RC_ACK, AETH_ACK, rx->h.psn, 0);
 }
 

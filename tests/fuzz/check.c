@@ -212,7 +212,7 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 				if (qp->vr != vr || qpn_lookup(vr->d, qp->qpn) != qp ||
 				    qp->db_index >= URD_MAX_QP_SLOTS || vr->qp_slots[qp->db_index] != qp)
 					fz_fail("QP %#x (qpn %#x): not found by its QPN or doorbell", o->handle, qp->qpn);
-				if (qp->state > IBV_QPS_ERR || (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UD))
+				if (qp->state > IBV_QPS_ERR || (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC && qp->type != IBV_QPT_UD))
 					fz_fail("QP %#x: state %u type %u", o->handle, qp->state, qp->type);
 				if (!qp->sq.bytes || (!qp->srq && !qp->rq.bytes) || (qp->srq && qp->rq.bytes))
 					fz_fail("QP %#x: rings do not match its SRQ use", o->handle);

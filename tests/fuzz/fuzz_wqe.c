@@ -62,8 +62,10 @@
 #define T2_FILL 0x77
 
 enum { R_A1_SQ, R_A2_SQ, R_A3_SQ, R_U1_SQ, R_U2_SQ, R_A1_RQ, R_A2_RQ, R_U1_RQ, R_U2_RQ, R_SRQ,
-       R_SCQ, R_RCQ, NRINGS };
-enum { Q_A1, Q_A2, Q_A3, Q_U1, Q_U2, NQPS };
+       R_SCQ, R_RCQ, R_C1_SQ, R_C2_SQ, R_C1_RQ, R_C2_RQ, NRINGS };
+/* a1..a3 RC, u1 u2 UD, c1 c2 UC (connected to each other) */
+enum { Q_A1, Q_A2, Q_A3, Q_U1, Q_U2, Q_C1, Q_C2, NQPS };
+static const int sq_ring[NQPS] = { R_A1_SQ, R_A2_SQ, R_A3_SQ, R_U1_SQ, R_U2_SQ, R_C1_SQ, R_C2_SQ };
 
 struct ring {
 	struct urd_vrnic *vr;
@@ -75,7 +77,7 @@ struct ring {
 
 struct qpinfo {
 	uint32_t handle, qpn, db;
-	bool ud;
+	bool ud, uc;
 	struct urd_create_qp_resp r;
 };
 
@@ -187,6 +189,7 @@ static void create_qp(struct urd_vrnic *vr, struct qpinfo *qi, uint32_t type, ui
 	qi->qpn = qi->r.qpn;
 	qi->db = qi->r.db_index;
 	qi->ud = type == IBV_QPT_UD;
+	qi->uc = type == IBV_QPT_UC;
 }
 
 static void gid_of(uint8_t gid[16], uint8_t last)
@@ -228,13 +231,14 @@ static int modify(struct urd_vrnic *vr, const struct qpinfo *qi, uint32_t state,
 		at->ah.hop_limit = 1;
 		at->ah.port_num = 1;
 		gid_of(at->ah.dgid, dest_ip);
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (!qi->uc)
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 		break;
 	case IBV_QPS_RTS:
 		at->sq_psn = 1;
 		mask |= IBV_QP_SQ_PSN;
-		if (qi->ud)
+		if (qi->ud || qi->uc)
 			break;
 		at->timeout = 1;
 		at->retry_cnt = 2;
@@ -350,11 +354,15 @@ static void setup(void)
 	create_qp(va, &S.qp[Q_A3], IBV_QPT_RC, S.pd, S.scq, S.rcq, S.srq, 0, 0);
 	create_qp(va, &S.qp[Q_U1], IBV_QPT_UD, S.pd, S.scq, S.rcq, 0, 16, 4);
 	create_qp(va, &S.qp[Q_U2], IBV_QPT_UD, S.pd, S.scq, S.rcq, 0, 16, 4);
+	create_qp(va, &S.qp[Q_C1], IBV_QPT_UC, S.pd, S.scq, S.rcq, 0, 16, 4);
+	create_qp(va, &S.qp[Q_C2], IBV_QPT_UC, S.pd, S.scq, S.rcq, 0, 16, 4);
 	for (int i = 0; i < NQPS; i++) {
 		const struct urd_create_qp_resp *r = &S.qp[i].r;
 
-		ring_at(&S.ring[R_A1_SQ + i], va, r->sq_off, r->sq_n, r->sq_wqe_shift, (int)r->db_index);
+		ring_at(&S.ring[sq_ring[i]], va, r->sq_off, r->sq_n, r->sq_wqe_shift, (int)r->db_index);
 	}
+	ring_at(&S.ring[R_C1_RQ], va, S.qp[Q_C1].r.rq_off, S.qp[Q_C1].r.rq_n, S.qp[Q_C1].r.rq_wqe_shift, -1);
+	ring_at(&S.ring[R_C2_RQ], va, S.qp[Q_C2].r.rq_off, S.qp[Q_C2].r.rq_n, S.qp[Q_C2].r.rq_wqe_shift, -1);
 	ring_at(&S.ring[R_A1_RQ], va, S.qp[Q_A1].r.rq_off, S.qp[Q_A1].r.rq_n, S.qp[Q_A1].r.rq_wqe_shift, -1);
 	ring_at(&S.ring[R_A2_RQ], va, S.qp[Q_A2].r.rq_off, S.qp[Q_A2].r.rq_n, S.qp[Q_A2].r.rq_wqe_shift, -1);
 	ring_at(&S.ring[R_U1_RQ], va, S.qp[Q_U1].r.rq_off, S.qp[Q_U1].r.rq_n, S.qp[Q_U1].r.rq_wqe_shift, -1);
@@ -397,6 +405,8 @@ static void setup(void)
 	connect(va, &S.qp[Q_A3], S.qp[Q_A2].qpn, 1);
 	connect(va, &S.qp[Q_U1], 0, 0);
 	connect(va, &S.qp[Q_U2], 0, 0);
+	connect(va, &S.qp[Q_C1], S.qp[Q_C2].qpn, 1);
+	connect(va, &S.qp[Q_C2], S.qp[Q_C1].qpn, 1);
 	connect(vc, &S.c1, S.qp[Q_A1].qpn, 1);   /* t2 claims a1: must not matter */
 	connect(vc, &S.u3, 0, 0);
 	S.a_alive = S.b_alive = S.c_alive = S.m0_kept = true;
@@ -674,7 +684,7 @@ static void run_input(const uint8_t *data, size_t size)
 		case 6: {       /* MODIFY */
 			uint8_t q, st, dest;
 			uint32_t dq[8] = { S.b1.qpn, S.qp[Q_A1].qpn, S.qp[Q_A2].qpn, S.qp[Q_A3].qpn, S.c1.qpn,
-					   S.qp[Q_U1].qpn, 0xffffff, S.b1.qpn };
+					   S.qp[Q_U1].qpn, 0xffffff, S.qp[Q_C2].qpn };
 			int r;
 
 			if (!take(&c, &q, 1) || !take(&c, &st, 1) || !take(&c, &dest, 1))
@@ -898,6 +908,32 @@ static void write_seeds(const char *dir)
 	put_run(&b, 1);
 	put_poll(&b);
 	SEED("ud");
+
+	/* UC: c1 -> c2, every UC opcode; a SEND with no receive WQE left, a
+	 * bad R_Key and a too-long SEND are dropped, c2 stays; READ and an
+	 * atomic are no UC operations (LOC_QP_OP_ERR, c1 to error) */
+	SG(0, 0x10000 + 4096, 512, l1);
+	put_recv(&b, R_C2_RQ, sg, 1);
+	put_recv(&b, R_C2_RQ, sg, 1);
+	put_recv(&b, R_C2_RQ, sg, 1);
+	SG(0, 0x10000, 300, l1);
+	put_send(&b, R_C1_SQ, URD_WR_SEND, URD_WQE_SIGNALED, 40, sg, 1, 0, 0, 0, 0);
+	put_send(&b, R_C1_SQ, URD_WR_SEND_WITH_IMM, URD_WQE_SIGNALED, 41, sg, 1, 0, 0, 0, 0);
+	put_send(&b, R_C1_SQ, URD_WR_RDMA_WRITE, URD_WQE_SIGNALED, 42, sg, 1, S.mr1.rkey, 0x10000 + 6000, 0, 0);
+	put_send(&b, R_C1_SQ, URD_WR_RDMA_WRITE_WITH_IMM, URD_WQE_SIGNALED, 43, sg, 1, S.mr1.rkey, 0x10000 + 7000,
+		 0, 0);
+	put_send(&b, R_C1_SQ, URD_WR_SEND, URD_WQE_SIGNALED, 44, sg, 1, 0, 0, 0, 0);
+	put_send(&b, R_C1_SQ, URD_WR_RDMA_WRITE, URD_WQE_SIGNALED, 45, sg, 1, 0x1234567, 0x10000, 0, 0);
+	put_run(&b, 1);
+	SG(0, 0x10000, 1000, l1);
+	put_recv(&b, R_C2_RQ, sg, 1);
+	SG(0, 0x10000, 2000, l1);
+	put_send(&b, R_C1_SQ, URD_WR_SEND, URD_WQE_SIGNALED, 46, sg, 1, 0, 0, 0, 0);
+	put_send(&b, R_C1_SQ, URD_WR_RDMA_READ, URD_WQE_SIGNALED, 47, sg, 1, S.mr1.rkey, 0x10000, 0, 0);
+	put_send(&b, R_C1_SQ, URD_WR_ATOMIC_FETCH_AND_ADD, URD_WQE_SIGNALED, 48, sg, 1, S.mr1.rkey, 0x10000, 1, 0);
+	put_run(&b, 1);
+	put_poll(&b);
+	SEED("uc");
 
 	/* a1 reconnected to c1 (tenant t2): retries, then RETRY_EXC */
 	put_modify(&b, Q_A1, 2 /* RTR */, 4);

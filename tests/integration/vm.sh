@@ -16,6 +16,7 @@
 #   ib_read_lat ib_atomic_bw perftest, client in a guest
 #   opcodes_vm_container     every opcode both ways, data checked (urd_vmtool)
 #   opcodes_vm_vm            the same between two guests
+#   uc_vm_container          SEND and WRITE over UC QPs both ways, data checked
 #   ram_above_4g      a 4 GiB guest: MRs in RAM above the PCI hole (GPA >= 4 GiB)
 #   big_mr            an MR of 8192 scattered guest frames (segment table in guest RAM)
 #   kill_vm           SIGKILL of QEMU: the peer's QP fails, everything is released
@@ -152,6 +153,13 @@ perf_vm_client() {
 
 case_opcodes_vm_container() {
 	vm_serves "$VM_A" "urd_vmtool opcodes" "$VR_A" "$BUILD/vm/urd_vmtool opcodes $IPV_A" || return 1
+	check "every check passed in the container" grep -q "PASSED" "$PAIR_CLIENT_OUT"
+	check "every check passed in the guest" grep -q "PASSED" "${VM_DIR[s]}/console"
+	checks_result
+}
+
+case_uc_vm_container() {
+	vm_serves "$VM_A" "urd_vmtool uc" "$VR_A" "$BUILD/vm/urd_vmtool uc $IPV_A" || return 1
 	check "every check passed in the container" grep -q "PASSED" "$PAIR_CLIENT_OUT"
 	check "every check passed in the guest" grep -q "PASSED" "${VM_DIR[s]}/console"
 	checks_result
@@ -305,6 +313,7 @@ add_case ib_read_lat perf_vm_client ib_read_lat lat rdma_read tx -n 200
 add_case ib_atomic_bw perf_vm_client ib_atomic_bw bw atomic_fetch_add tx -n 1000
 add_case opcodes_vm_container case_opcodes_vm_container
 add_case opcodes_vm_vm case_opcodes_vm_vm
+add_case uc_vm_container case_uc_vm_container
 add_case big_mr case_big_mr
 add_case ram_above_4g case_ram_above_4g
 add_case kill_vm guest_goes_away kill

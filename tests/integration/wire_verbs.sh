@@ -69,9 +69,26 @@ run_verbs() {
 	check "the traffic went over the underlay" test "$(cat "$WORK/tx")" -gt 0
 	checks_result
 }
-for t in t_opcodes t_big t_rnr t_ud t_srq t_errors t_recv_sge t_resize_cq t_rereg; do
+for t in t_opcodes t_big t_rnr t_ud t_srq t_errors t_recv_sge t_resize_cq t_rereg t_uc; do
 	add_case "$t" run_verbs "$t"
 done
+
+# uc_loss: UC messages of three packets under 10 % loss: those that arrive
+# are whole and in order, the lost ones (whole or mid-way) leave no trace,
+# the responder QP stays in RTS (t_uc loss).
+uc_loss() {
+	wv_setup || return 1
+	mh_loss 10
+	UNIRDMA_DEVDIR=$DEVS LD_LIBRARY_PATH=$UNIRDMA_LIBDIR timeout 120 "$TESTS/t_uc" loss >"$WORK/uc.out" 2>&1
+	local rc=$?
+	tail -n 3 "$WORK/uc.out" | sed 's/^/  | /'
+	check "t_uc loss over the wire passes" test "$rc" -eq 0
+	check "the loss rule dropped RoCE packets ($(mh_loss_dropped))" test "$(mh_loss_dropped)" -gt 0
+	check "host 2 counted the UC drops" test "$(wv_counter 2 "sum(x['counters']['drops']['uc_dropped'] for x in h['hosts'])")" -gt 0
+	mh_loss 0
+	checks_result
+}
+add_case t_uc_loss uc_loss
 
 # Hostile traffic on the underlay while t1's verified traffic runs.
 hostile() {
@@ -115,9 +132,10 @@ add_case hostile hostile
 
 # A QEMU guest on host 1 (VM vRNIC h1v3, the guest reaches its vRNIC through
 # ivshmem) and a container on host 2: every opcode both ways, data checked
-# (urd_vmtool, as vm.sh's opcodes_vm_container), over RoCEv2.
+# (urd_vmtool, as vm.sh's opcodes_vm_container), over RoCEv2.  MODE uc: over
+# UC QPs (SEND and WRITE).
 vm_container() {
-	local crc src
+	local crc src mode=${1:-opcodes}
 	vm_prepare
 	wv_setup || return 1
 	mh_cli 1 vrnic create h1v3 --tenant t1 --ip "$(mh_ip 1 3)/24" --vm --vm-ram 512M >/dev/null ||
@@ -130,7 +148,7 @@ vm_container() {
 	mh_tenant_lan t1
 	export UNIRDMA_STATE_DIR=${MH_STATE[1]}
 	vm_boot s h1v3 ". /etc/urd-lib.sh
-urd_serve 18515 urd_vmtool opcodes"
+urd_serve 18515 urd_vmtool $mode"
 	if ! vm_wait s URD-LISTENING 100; then
 		vm_finish s 5
 		return 1
@@ -138,7 +156,7 @@ urd_serve 18515 urd_vmtool opcodes"
 	PAIR_CLIENT_OUT=$WORK/client.out
 	# shellcheck disable=SC2086
 	timeout -k 5 "$CLIENT_TIMEOUT" "$UNIRDMA" --state-dir "${MH_STATE[2]}" exec h2v1 -- \
-		$LINEBUF "$BUILD/vm/urd_vmtool" opcodes "$(mh_ip 1 3)" >"$PAIR_CLIENT_OUT" 2>&1
+		$LINEBUF "$BUILD/vm/urd_vmtool" "$mode" "$(mh_ip 1 3)" >"$PAIR_CLIENT_OUT" 2>&1
 	crc=$?
 	sed 's/^/  | /' "$PAIR_CLIENT_OUT" | tail -n 5
 	vm_finish s "$([ "$crc" = 0 ] && echo 60 || echo 5)" >"$WORK/vm.out" 2>&1
@@ -152,5 +170,6 @@ urd_serve 18515 urd_vmtool opcodes"
 	checks_result
 }
 add_case vm_container vm_container
+add_case vm_uc_container vm_container uc
 
 run_cases "$@"

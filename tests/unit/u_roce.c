@@ -221,7 +221,10 @@ static size_t make_packet(uint8_t *pkt, struct roce_hdr *h, uint32_t plen, uint3
 }
 
 static const uint8_t known[] = { 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b,
-				 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x64, 0x65 };
+				 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17,
+				 /* UC */
+				 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b,
+				 0x64, 0x65 };
 
 static void test_opcodes(void)
 {
@@ -254,10 +257,17 @@ static void test_opcodes(void)
 	      "ATOMIC_ACK");
 	CHECK(roce_op_flags(ROCE_RC_FETCH_ADD) & ROCE_F_ATOMIC, "FETCH_ADD");
 	CHECK(roce_op_flags(ROCE_RC_WRITE_LAST_IMM) & ROCE_F_IMM, "WRITE_LAST_IMM");
+	/* UC: the RC layout + 0x20, flagged UC, same headers */
+	for (op = ROCE_RC_SEND_FIRST; op <= ROCE_RC_WRITE_ONLY_IMM; op++)
+		CHECK(roce_op_flags((uint8_t)(op + 0x20)) == (roce_op_flags((uint8_t)op) | ROCE_F_UC) &&
+			      roce_hdr_len((uint8_t)(op + 0x20)) == roce_hdr_len((uint8_t)op) &&
+			      !(roce_op_flags((uint8_t)op) & ROCE_F_UC),
+		      "UC opcode %#x", op + 0x20);
 	CHECK(roce_op_from_name("send_only") == ROCE_RC_SEND_ONLY &&
 		      roce_op_from_name("UD_SEND_ONLY_IMM") == ROCE_UD_SEND_ONLY_IMM &&
 		      roce_op_from_name("0x11") == ROCE_RC_ACK && roce_op_from_name("20") == ROCE_RC_FETCH_ADD &&
-		      roce_op_from_name("0x15") == -EINVAL && roce_op_from_name("0x20") == -EINVAL &&
+		      roce_op_from_name("0x15") == -EINVAL && roce_op_from_name("0x2c") == -EINVAL &&
+		      roce_op_from_name("uc_write_only_imm") == ROCE_UC_WRITE_ONLY_IMM &&
 		      roce_op_from_name("bogus") == -EINVAL && roce_op_from_name("0x1zz") == -EINVAL &&
 		      roce_op_from_name("") == -EINVAL,
 	      "roce_op_from_name");

@@ -11,6 +11,8 @@
  *       inline SEND; then UD SENDs both ways.  Buffers start at odd
  *       addresses so that MRs begin and end inside pages.  Exit 0 when every
  *       check passed.
+ *   urd_vmtool uc [-p PORT] [-d DEV] [HOST]
+ *       The same over a UC QP, without the READ and the atomics.
  *   urd_vmtool hold [-p PORT] [-d DEV] [HOST]
  *       Connects an RC QP like `opcodes`, says "URD-HOLDING", then keeps
  *       posting SENDs (one every 10 ms, each acknowledged by the peer's
@@ -82,6 +84,7 @@
 
 static int failures;
 static const char *me = "urd_vmtool";
+static bool uc_mode;                    /* mode uc: the connected QP is UC (no READ, no atomics) */
 
 static void say(const char *fmt, ...)
 {
@@ -287,6 +290,8 @@ static void setup(struct side *s, const char *dev)
 	if (!s->pd || !s->cq)
 		die("alloc_pd/create_cq: %s", strerror(errno));
 	ia.send_cq = ia.recv_cq = s->cq;
+	if (uc_mode)
+		ia.qp_type = IBV_QPT_UC;
 	s->qp = ibv_create_qp(s->pd, &ia);
 	ia.qp_type = IBV_QPT_UD;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
@@ -340,7 +345,7 @@ static void connect_qps(struct side *s, int fd)
 	a.min_rnr_timer = 1;
 	a.ah_attr = aha;
 	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+			  IBV_QP_RQ_PSN | (uc_mode ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)))
 		die("RC to RTR");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -348,8 +353,9 @@ static void connect_qps(struct side *s, int fd)
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 16;
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			  (uc_mode ? 0 : IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					 IBV_QP_MAX_QP_RD_ATOMIC)))
 		die("RC to RTS");
 
 	memset(&a, 0, sizeof(a));
@@ -444,6 +450,8 @@ static void requester(struct side *s, int fd, uint32_t seed, uint32_t pseed)
 	post_send(s, &wr);
 	expect_wc(s, 4, IBV_WC_RDMA_WRITE, "RDMA_WRITE_WITH_IMM", NULL);
 
+	if (uc_mode)
+		goto no_read;           /* UC: SEND and WRITE only */
 	WR(5, IBV_WR_RDMA_READ);
 	sge = (struct ibv_sge){ (uintptr_t)(s->buf + OFF_READDST), READ_LEN, s->mr->lkey };
 	wr.wr.rdma.remote_addr = s->peer.addr + OFF_READSRC;
@@ -477,6 +485,7 @@ static void requester(struct side *s, int fd, uint32_t seed, uint32_t pseed)
 	post_send(s, &wr);
 	expect_wc(s, 7, IBV_WC_FETCH_ADD, "ATOMIC_FETCH_AND_ADD", NULL);
 	check(ares[1] == 5000 + seed, "FETCH_AND_ADD returned the swapped value (%llu)", (unsigned long long)ares[1]);
+no_read:
 
 	/* two SGEs from two places, then inline data */
 	memset(&wr, 0, sizeof(wr));
@@ -579,7 +588,8 @@ static void responder(struct side *s, int fd, uint32_t seed, uint32_t pseed)
 			ok &= w[WRITE_LEN - WIMM_LEN + i] == pat(pseed, 4096 - 5 + i);
 		check(ok, "RDMA_WRITE_WITH_IMM: payload in place");
 	}
-	check(*word == 5000 + pseed + 7, "the atomic word is swap + add (%llu)", (unsigned long long)*word);
+	if (!uc_mode)
+		check(*word == 5000 + pseed + 7, "the atomic word is swap + add (%llu)", (unsigned long long)*word);
 	sync_peer(fd, 0x300 + pseed);
 }
 
@@ -1114,6 +1124,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "opcodes"))
 		return run_opcodes(optind < argc ? argv[optind] : NULL, port, dev);
+	if (!strcmp(mode, "uc")) {
+		uc_mode = true;
+		return run_opcodes(optind < argc ? argv[optind] : NULL, port, dev);
+	}
 	if (!strcmp(mode, "hold"))
 		return run_hold(optind < argc ? argv[optind] : NULL, port, dev);
 	if (!strcmp(mode, "scribble"))
