@@ -65,6 +65,8 @@ add_case rc_pingpong-s1048576 pingpong ibv_rc_pingpong -s 1048576
 add_case rc_pingpong-n10000 pingpong ibv_rc_pingpong -n 10000
 add_case rc_pingpong-chk pingpong ibv_rc_pingpong -c -s 8192
 add_case srq_pingpong pingpong ibv_srq_pingpong
+add_case uc_pingpong pingpong ibv_uc_pingpong
+add_case uc_pingpong-chk pingpong ibv_uc_pingpong -c -g 0 -s 8192
 add_case ud_pingpong pingpong ibv_ud_pingpong
 add_case ud_pingpong-g0 pingpong ibv_ud_pingpong -g 0
 add_case ud_pingpong-chk pingpong ibv_ud_pingpong -c -g 0

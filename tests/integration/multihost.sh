@@ -238,6 +238,7 @@ for prog in ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
 	add_case "wire_$short" pp "$prog" -g 0 -c -n 200 -s "$sz"
 	add_case "wire_$short-e" pp "$prog" -g 0 -c -e -n 200 -s "$sz"
 done
+add_case wire_uc pp ibv_uc_pingpong -g 0 -c -n 200 -s 4096
 
 # results_ok FILE bw|lat: perftest's result rows, every figure checked > 0
 # (as perftest.sh).
