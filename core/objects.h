@@ -180,8 +180,19 @@ struct vr_qp {
 	struct urd_qp_attr attr;        /* last values set by modify */
 	struct urd_counters cnt;
 	struct vr_qp *qpn_next;         /* global QPN hash chain (pool.c) */
+	uint32_t nmcast;                /* multicast groups it is attached to (pool.c) */
 	struct engine_qp eng;           /* engine/engine.h: written by the engine only */
 };
+
+/* One QP in one multicast group (pool.c mcast_*): a chain per hash bucket
+ * of the group's GID, host-wide; the engine delivers a multicast UD SEND to
+ * every QP of the group in the sender's tenant. */
+struct vr_mcast {
+	struct vr_mcast *next;
+	struct vr_qp *qp;
+	uint8_t gid[16];
+};
+#define URD_MCAST_BUCKETS 256
 
 struct vr_ctx {
 	struct urd_vrnic *vr;
@@ -234,6 +245,7 @@ struct urd_vrnic {
 	struct urd_limits lim;
 	struct urd_qos qos;
 	uint32_t nctx, npd, nmr, ncq, nqp, nsrq;
+	uint32_t nmcast;                /* multicast attachments of its QPs */
 	pthread_t ctrl_thread;
 	bool stop;
 	bool deleting;
@@ -256,6 +268,7 @@ struct urd_daemon {
 	char state_dir[384];
 	struct urd_vrnic *vrnics[URD_MAX_VRNICS];
 	struct vr_qp *qpn_hash[URD_QPN_BUCKETS];        /* pool.c */
+	struct vr_mcast *mcast[URD_MCAST_BUCKETS];      /* pool.c */
 	uint32_t next_qpn;
 	bool qpn_sequential;            /* fuzz harnesses only: next_qpn++, reproducible */
 	uint32_t qpn_base, qpn_span;    /* the host's QPN range (cluster); span 0: all 24 bits */
@@ -287,6 +300,20 @@ void qpn_range_set(struct urd_daemon *d, uint32_t base, uint32_t span);
 void qpn_link(struct urd_daemon *d, struct vr_qp *qp);
 void qpn_unlink(struct urd_daemon *d, struct vr_qp *qp);
 struct vr_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn);
+/* Multicast groups.  attach: 0 (also when already attached), -ENOMEM past
+ * URD_MAX_MCAST_ATTACH of the vRNIC or URD_MAX_MCAST_QP QPs of its tenant in
+ * the group; *first says the host had no QP in the group before.  detach:
+ * 0 or -EINVAL (not attached); *last says it was the host's last QP in the
+ * group.  detach_all: every group of a QP going away, calling gone(arg, gid)
+ * for each group the host no longer has. */
+int mcast_attach(struct urd_daemon *d, struct vr_qp *qp, const uint8_t gid[16], bool *first);
+int mcast_detach(struct urd_daemon *d, struct vr_qp *qp, const uint8_t gid[16], bool *last);
+void mcast_detach_all(struct urd_daemon *d, struct vr_qp *qp,
+		      void (*gone)(struct urd_daemon *d, const uint8_t gid[16]));
+/* The next attachment of group gid after m (NULL: the first).  The engine
+ * walks a group with it to deliver a multicast SEND, as an RNIC looks its
+ * multicast table up for every packet. */
+struct vr_mcast *mcast_next(struct urd_daemon *d, const struct vr_mcast *m, const uint8_t gid[16]);
 
 /* events.c: what a context learns besides its mailbox answers.  Big lock held. */
 void ctx_post_async(struct vr_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle);

@@ -135,7 +135,7 @@ void mr_keys_unlink(struct urd_vrnic *vr, struct vr_mr *mr)
 
 /* QPNs are random, not sequential: a tenant must not learn from its own QPNs
  * how many QPs other tenants create.  24 bits, never 0 or 1 (QP1 is the
- * GSI), unique host-wide (the hash); a few thousand QPs in 2^24 numbers make
+ * GSI) nor 0xffffff (multicast), unique host-wide (the hash); a few thousand QPs in 2^24 numbers make
  * collisions rare, and the loop ends.  In a cluster the host draws them from
  * its own range (2^16 numbers, qpn_range_set) so that a QPN names one host's
  * QP fabric-wide; a range nearly full is searched in order, and a full one
@@ -158,20 +158,20 @@ uint32_t qpn_alloc(struct urd_daemon *d)
 
 		for (int tries = 0; tries < 64; tries++) {
 			q = d->qpn_base + qpn_draw(d) % d->qpn_span;
-			if (q > 1 && q <= 0xffffff && !qpn_lookup(d, q))
+			if (q > 1 && q < URD_MCAST_QPN && !qpn_lookup(d, q))
 				return q;
 		}
 		for (uint32_t i = 0; i < d->qpn_span; i++) {
 			uint32_t c = d->qpn_base + (q - d->qpn_base + i) % d->qpn_span;
 
-			if (c > 1 && c <= 0xffffff && !qpn_lookup(d, c))
+			if (c > 1 && c < URD_MCAST_QPN && !qpn_lookup(d, c))
 				return c;
 		}
 	}
 	for (;;) {
 		uint32_t q = qpn_draw(d) & 0xffffff;
 
-		if (q > 1 && !qpn_lookup(d, q))
+		if (q > 1 && q != URD_MCAST_QPN && !qpn_lookup(d, q))
 			return q;
 	}
 }
@@ -198,4 +198,95 @@ void qpn_link(struct urd_daemon *d, struct vr_qp *qp)
 {
 	qp->qpn_next = d->qpn_hash[qp->qpn % URD_QPN_BUCKETS];
 	d->qpn_hash[qp->qpn % URD_QPN_BUCKETS] = qp;
+}
+
+/* ---- multicast groups ------------------------------------------------------ */
+
+static struct vr_mcast **mcast_bucket(struct urd_daemon *d, const uint8_t gid[16])
+{
+	uint32_t h = 2166136261u;
+
+	for (int i = 0; i < 16; i++)
+		h = (h ^ gid[i]) * 16777619u;
+	return &d->mcast[h % URD_MCAST_BUCKETS];
+}
+
+struct vr_mcast *mcast_next(struct urd_daemon *d, const struct vr_mcast *m, const uint8_t gid[16])
+{
+	struct vr_mcast *c = m ? m->next : *mcast_bucket(d, gid);
+
+	while (c && memcmp(c->gid, gid, 16))
+		c = c->next;
+	return c;
+}
+
+int mcast_attach(struct urd_daemon *d, struct vr_qp *qp, const uint8_t gid[16], bool *first)
+{
+	struct vr_mcast **b = mcast_bucket(d, gid), *m;
+	uint32_t same_tenant = 0;
+
+	*first = true;
+	for (m = mcast_next(d, NULL, gid); m; m = mcast_next(d, m, gid)) {
+		if (m->qp == qp)
+			return 0;       /* already in it (rxe: 0) */
+		*first = false;
+		if (!strcmp(m->qp->vr->tenant, qp->vr->tenant))
+			same_tenant++;
+	}
+	if (qp->vr->nmcast >= URD_MAX_MCAST_ATTACH || same_tenant >= URD_MAX_MCAST_QP)
+		return -ENOMEM;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->qp = qp;
+	memcpy(m->gid, gid, 16);
+	m->next = *b;
+	*b = m;
+	qp->nmcast++;
+	qp->vr->nmcast++;
+	return 0;
+}
+
+int mcast_detach(struct urd_daemon *d, struct vr_qp *qp, const uint8_t gid[16], bool *last)
+{
+	struct vr_mcast **pp = mcast_bucket(d, gid), *m = NULL;
+
+	for (; *pp; pp = &(*pp)->next)
+		if ((*pp)->qp == qp && !memcmp((*pp)->gid, gid, 16)) {
+			m = *pp;
+			*pp = m->next;
+			break;
+		}
+	if (!m)
+		return -EINVAL;
+	free(m);
+	qp->nmcast--;
+	qp->vr->nmcast--;
+	*last = !mcast_next(d, NULL, gid);
+	return 0;
+}
+
+void mcast_detach_all(struct urd_daemon *d, struct vr_qp *qp,
+		      void (*gone)(struct urd_daemon *d, const uint8_t gid[16]))
+{
+	for (uint32_t b = 0; b < URD_MCAST_BUCKETS && qp->nmcast; b++) {
+		struct vr_mcast **pp = &d->mcast[b];
+
+		while (*pp) {
+			struct vr_mcast *m = *pp;
+			uint8_t gid[16];
+
+			if (m->qp != qp) {
+				pp = &m->next;
+				continue;
+			}
+			*pp = m->next;
+			memcpy(gid, m->gid, 16);
+			free(m);
+			qp->nmcast--;
+			qp->vr->nmcast--;
+			if (gone && !mcast_next(d, NULL, gid))
+				gone(d, gid);
+		}
+	}
 }

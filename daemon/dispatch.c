@@ -47,6 +47,8 @@ static const struct {
 	[URD_OP_DESTROY_QP]  = { op_destroy_qp,  sizeof(struct urd_handle_req),      true },
 	[URD_OP_RESIZE_CQ]   = { op_resize_cq,   sizeof(struct urd_resize_cq_req),   true },
 	[URD_OP_REREG_MR]    = { op_rereg_mr,    sizeof(struct urd_rereg_mr_req),    true },
+	[URD_OP_ATTACH_MCAST] = { op_attach_mcast, sizeof(struct urd_mcast_req),     true },
+	[URD_OP_DETACH_MCAST] = { op_detach_mcast, sizeof(struct urd_mcast_req),     true },
 };
 
 int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
@@ -101,6 +103,9 @@ void ctrl_undo(struct urd_vrnic *vr, uint32_t slot, uint16_t op, const void *res
 		struct urd_mem_req q = { .off = m->off, .len = m->len };
 
 		op_mem_free(&a, &q, sizeof(q), dummy, &rl);
+	} else if (op == URD_OP_ATTACH_MCAST) {
+		/* the answer repeats the request */
+		op_detach_mcast(&a, resp, sizeof(struct urd_mcast_req), dummy, &rl);
 	} else if (destroy[op]) {
 		/* every creating op answers a handle first (urd_handle_resp layout) */
 		struct urd_handle_req q = { .handle = ((const struct urd_handle_resp *)resp)->handle };

@@ -306,10 +306,63 @@ int op_query_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSED
 	return 0;
 }
 
+/* The host's last QP left a group: the wire leaves it too. */
+static void mcast_gone(struct urd_daemon *d, const uint8_t gid[16])
+{
+	engine_mcast_join(d, gid, false);
+}
+
+/* ibv_attach_mcast / ibv_detach_mcast: a UD QP and a multicast GID (the
+ * kernel's ib_attach_mcast checks; a RoCE port ignores the LID). */
+static struct vr_qp *mcast_qp(struct handler_args *a, const struct urd_mcast_req *r)
+{
+	struct vr_qp *qp = obj_get(a->ctx, r->handle, OBJ_QP);
+
+	if (!qp || qp->type != IBV_QPT_UD || !urd_gid_is_mcast(r->gid))
+		return NULL;
+	return qp;
+}
+
+int op_attach_mcast(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
+{
+	const struct urd_mcast_req *r = req;
+	struct vr_qp *qp = mcast_qp(a, r);
+	bool first;
+	int ret;
+
+	if (!qp)
+		return -EINVAL;
+	ret = mcast_attach(a->vr->d, qp, r->gid, &first);
+	if (ret)
+		return ret;
+	if (first)
+		engine_mcast_join(a->vr->d, r->gid, true);
+	memcpy(resp, r, sizeof(*r));    /* for the undo of an abandoned attach */
+	*resp_len = sizeof(*r);
+	return 0;
+}
+
+int op_detach_mcast(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED,
+		    uint32_t *resp_len URD_UNUSED)
+{
+	const struct urd_mcast_req *r = req;
+	struct vr_qp *qp = mcast_qp(a, r);
+	bool last;
+	int ret;
+
+	if (!qp)
+		return -EINVAL;
+	ret = mcast_detach(a->vr->d, qp, r->gid, &last);
+	if (!ret && last)
+		engine_mcast_join(a->vr->d, r->gid, false);
+	return ret;
+}
+
 void qp_free(struct vr_qp *qp)
 {
 	struct urd_vrnic *vr = qp->vr;
 
+	mcast_detach_all(vr->d, qp, mcast_gone);
 	engine_forget(qp);
 	qpn_unlink(vr->d, qp);
 	vr->qp_slots[qp->db_index] = NULL;

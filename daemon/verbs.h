@@ -45,7 +45,7 @@ handler_fn op_create_srq, op_modify_srq, op_query_srq, op_destroy_srq;
 void srq_free(struct vr_srq *srq);
 uint32_t recv_wqe_bytes(uint32_t max_sge);     /* receive WQE slot for max_sge SGEs */
 /* qp.c */
-handler_fn op_create_qp, op_modify_qp, op_query_qp, op_destroy_qp;
+handler_fn op_create_qp, op_modify_qp, op_query_qp, op_destroy_qp, op_attach_mcast, op_detach_mcast;
 void qp_free(struct vr_qp *qp);
 
 /* ring.c: n slots of slot_bytes (both powers of two) in the ring arena,

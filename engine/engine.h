@@ -180,6 +180,10 @@ const char *engine_wire_dev(const struct urd_daemon *d);
 /* A QP entered RTR or RTS: an RC QP whose AV names a GID that is not a
  * vRNIC of this host gets its connection state for the wire. */
 void engine_qp_connect(struct vr_qp *qp);
+/* The host's first QP joined multicast group gid, or its last one left: the
+ * wire joins or leaves the group's IPv4 multicast address on the underlay
+ * (nothing without a wire or for a GID that is no IPv4 one). */
+void engine_mcast_join(struct urd_daemon *d, const uint8_t gid[16], bool join);
 /* gid is ::ffff:a.b.c.d: *ip = a.b.c.d (network order) */
 bool engine_gid_ip(const uint8_t gid[16], uint32_t *ip);
 

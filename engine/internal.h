@@ -87,6 +87,7 @@ struct packet {
 	uint64_t token;                 /* the message, across its pieces */
 	uint64_t atomic_orig;           /* result of an atomic */
 	uint32_t rnr_timer;             /* responder's min_rnr_timer, for an RNR NAK */
+	uint32_t dip;                   /* UD: the GRH's destination (a multicast group); 0: the receiver's */
 };
 
 /* mem.c */

@@ -123,6 +123,7 @@ struct req_wqe {
 	bool resume;                    /* the message is in pieces, and not at its start */
 	enum resp_result res;
 	enum ibv_wc_status st;          /* REQST_ERROR: the WQE's status */
+	bool mcast;                     /* a UD SEND to a multicast group */
 };
 
 /* The WQE at the head no longer moves in pieces. */
@@ -296,6 +297,13 @@ static inline enum req_state req_route(struct req_wqe *c)
 {
 	struct vr_qp *qp = c->qp;
 
+	if (__builtin_expect(qp->type == IBV_QPT_UD && c->w->is_global &&
+			     (c->w->remote_qpn & 0xffffff) == URD_MCAST_QPN && urd_gid_is_mcast(c->w->dgid), 0)) {
+		c->mcast = true;
+		c->dst = NULL;
+		return REQST_DELIVER;
+	}
+
 	c->dst = qp->type == IBV_QPT_UD ? route_ud(qp, c->w) : route_rc(qp);
 	return REQST_DELIVER;
 }
@@ -303,9 +311,30 @@ static inline enum req_state req_route(struct req_wqe *c)
 /* The packet goes to the responder, if there is one: a QP that nobody
  * answers (unreachable, other tenant) sees silence, as on a wire.  The piece
  * counts against the step's budget either way. */
+/* A multicast UD SEND: a copy to every QP of the sender's tenant in the
+ * group on this host (the sender's own too, if it joined: no loopback
+ * blocking), and one packet to the group's address on the wire. */
+static __attribute__((noinline)) void mcast_deliver(struct req_wqe *c)
+{
+	struct vr_qp *qp = c->qp;
+	struct urd_daemon *d = qp->vr->d;
+	uint32_t dip = 0;
+
+	engine_gid_ip(c->w->dgid, &dip);
+	c->pkt->dip = dip;
+	for (struct vr_mcast *m = mcast_next(d, NULL, c->w->dgid); m; m = mcast_next(d, m, c->w->dgid))
+		if (!strcmp(m->qp->vr->tenant, qp->vr->tenant) && !m->qp->vr->failed)
+			resp_handle(m->qp, c->pkt);
+	if (d->eng.wire)
+		wire_ud_send(qp, c->w, c->op, c->local, c->n, (uint32_t)c->len);
+}
+
 static inline enum req_state req_deliver(struct req_wqe *c)
 {
-	if (c->dst)
+	if (__builtin_expect(c->mcast, 0)) {
+		mcast_deliver(c);
+		c->res = RESP_ACK;
+	} else if (c->dst)
 		c->res = resp_handle(c->dst, c->pkt);
 	else if (c->qp->type == IBV_QPT_UD && c->qp->vr->d->eng.wire)
 		c->res = wire_ud_send(c->qp, c->w, c->op, c->local, c->n, (uint32_t)c->len);
@@ -463,6 +492,7 @@ static enum req_state execute(struct vr_qp *qp, const struct urd_send_wqe *w, ui
 	c.off = 0;
 	c.slot_bytes = slot_bytes;
 	c.first = 0;
+	c.mcast = false;
 	c.resume = qp->eng.xfer && qp->eng.xfer->tx;
 
 #define STEP(state, handler) do { if (s == (state)) { from = s; s = handler(&c); } } while (0)

@@ -269,7 +269,7 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 		uint64_t skip = GRH_BYTES;
 		int i = 0;
 
-		grh_fill(grh, pkt->src->vr->vip, qp->vr->vip, 8 + 12 + pkt->len + 4);
+		grh_fill(grh, pkt->src->vr->vip, pkt->dip ? pkt->dip : qp->vr->vip, 8 + 12 + pkt->len + 4);
 		sg_copy(&qp->vr->d->eng, sg, (uint32_t)n, &g, 1, GRH_BYTES);
 		while (skip && i < n) {         /* advance the scatter list past the GRH */
 			uint64_t take = sg[i].len < skip ? sg[i].len : skip;

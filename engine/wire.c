@@ -186,6 +186,8 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 	pi = (struct in_pktinfo *)CMSG_DATA(cm);
 	memset(pi, 0, sizeof(*pi));
 	pi->ipi_spec_dst.s_addr = p->sip;
+	if (IN_MULTICAST(ntohl(p->dip)))
+		pi->ipi_ifindex = w->ifindex;
 	t->host[k] = p->host;
 	t->n++;
 
@@ -310,7 +312,11 @@ enum resp_result wire_ud_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, 
 	if (!w)
 		return RESP_SILENT;
 	memset(&p, 0, sizeof(p));
-	if (wqe->is_global) {
+	if (wqe->is_global && urd_gid_is_mcast(wqe->dgid)) {
+		/* to the group's IPv4 address: every host with a QP in it */
+		if (!engine_gid_ip(wqe->dgid, &dip))
+			return RESP_ACK;        /* an IPv6 group: no IPv6 underlay */
+	} else if (wqe->is_global) {
 		if (!engine_gid_ip(wqe->dgid, &dip) || local_vrnic_by_ip(d, dip))
 			return RESP_SILENT;
 		if (!wire_may_send(qp, dip, &p.host))
@@ -362,6 +368,50 @@ static void wire_ud_rx(struct vr_qp *qp, struct wire_rx *rx, uint32_t udp_len)
 		rx->cnt->drops[WDROP_NO_RECV]++;
 }
 
+/* A UD SEND to multicast group dip: every QP of the sender's tenant in the
+ * group on this host gets it (none: counted as no_qp). */
+static void wire_mcast_rx(struct urd_daemon *d, struct wire_rx *rx, const char *tenant, uint32_t udp_len)
+{
+	uint8_t mgid[16];
+	uint32_t n = 0;
+
+	gid_of_ip(mgid, rx->dip);
+	if (!urd_gid_is_mcast(mgid) ||
+	    (rx->h.opcode != ROCE_UD_SEND_ONLY && rx->h.opcode != ROCE_UD_SEND_ONLY_IMM)) {
+		rx->cnt->drops[WDROP_TRANSPORT]++;
+		return;
+	}
+	for (struct vr_mcast *m = mcast_next(d, NULL, mgid); m; m = mcast_next(d, m, mgid)) {
+		struct vr_qp *qp = m->qp;
+
+		if (strcmp(qp->vr->tenant, tenant) || qp->vr->failed)
+			continue;
+		n++;
+		if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+			rx->cnt->drops[WDROP_QP_STATE]++;
+		else
+			wire_ud_rx(qp, rx, udp_len);
+	}
+	if (!n)
+		rx->cnt->drops[WDROP_NO_QP]++;
+}
+
+void engine_mcast_join(struct urd_daemon *d, const uint8_t gid[16], bool join)
+{
+	struct engine_wire *w = d->eng.wire;
+	struct ip_mreqn mr;
+	uint32_t ip;
+
+	if (!w || !engine_gid_ip(gid, &ip))
+		return;
+	memset(&mr, 0, sizeof(mr));
+	mr.imr_multiaddr.s_addr = ip;
+	mr.imr_ifindex = w->ifindex;
+	if (setsockopt(w->fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &mr, sizeof(mr)))
+		log_warn("multicast group %s: cannot %s it on %s: %s", inet_ntoa(mr.imr_multiaddr),
+			 join ? "join" : "leave", w->dev, strerror(errno));
+}
+
 /* ---- receiving ----------------------------------------------------------- */
 
 static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, uint32_t sip, uint32_t dip,
@@ -399,6 +449,10 @@ static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, ui
 	rx.dip = dip;
 	rx.cnt->rx_pkts++;
 	rx.cnt->rx_bytes += len;
+	if (rx.h.dqpn == URD_MCAST_QPN) {
+		wire_mcast_rx(d, &rx, g->tenant, (uint32_t)len + 8);
+		return;
+	}
 	qp = rx.h.dqpn > 1 ? qpn_lookup(d, rx.h.dqpn) : NULL;
 	if (!qp || (qp->vr->vip != dip && dip != d->eng.wire->ip) || qp->vr->failed) {
 		rx.cnt->drops[WDROP_NO_QP]++;
@@ -621,6 +675,17 @@ int engine_wire_start(struct urd_daemon *d, const char *dev, char *err, size_t e
 	}
 	w->dev_mtu = (uint32_t)ifr.ifr_mtu;
 	w->port_mtu = mtu_enum(w->dev_mtu);
+	if (ioctl(w->fd, SIOCGIFINDEX, &ifr) == 0)
+		w->ifindex = ifr.ifr_ifindex;
+	{
+		/* multicast: out on the underlay, never back to ourselves (the
+		 * engine delivers to this host's QPs itself) */
+		struct ip_mreqn mif = { .imr_ifindex = w->ifindex };
+		int zero = 0;
+
+		setsockopt(w->fd, IPPROTO_IP, IP_MULTICAST_IF, &mif, sizeof(mif));
+		setsockopt(w->fd, IPPROTO_IP, IP_MULTICAST_LOOP, &zero, sizeof(zero));
+	}
 	setsockopt(w->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(w->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
 	setsockopt(w->fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));

@@ -69,6 +69,7 @@ struct engine_wire {
 	uint32_t ip;                    /* the underlay's address, network order */
 	uint32_t dev_mtu;
 	uint32_t port_mtu;              /* enum ibv_mtu */
+	int ifindex;                    /* the underlay's: multicast goes out there */
 	pthread_t thread;
 	bool started;
 	uint64_t next_timer;            /* earliest RTO/RNR deadline (0: scan now) */

@@ -630,18 +630,6 @@ int ibv_resolve_eth_l2_from_gid(UNUSED struct ibv_context *context,
 	return EOPNOTSUPP;
 }
 
-int ibv_attach_mcast(UNUSED struct ibv_qp *qp, UNUSED const union ibv_gid *gid,
-		     UNUSED uint16_t lid)
-{
-	return EOPNOTSUPP;
-}
-
-int ibv_detach_mcast(UNUSED struct ibv_qp *qp, UNUSED const union ibv_gid *gid,
-		     UNUSED uint16_t lid)
-{
-	return EOPNOTSUPP;
-}
-
 int ibv_query_ece(UNUSED struct ibv_qp *qp, UNUSED struct ibv_ece *ece)
 {
 	return EOPNOTSUPP;

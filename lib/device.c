@@ -598,6 +598,9 @@ int ibv_query_device(struct ibv_context *context,
 	attr->max_srq_wr = clamp_int(d.max_srq_wr);
 	attr->max_srq_sge = clamp_int(d.max_srq_sge);
 	attr->max_ah = clamp_int(d.max_ah);
+	attr->max_mcast_grp = URD_MAX_MCAST_ATTACH;
+	attr->max_mcast_qp_attach = URD_MAX_MCAST_QP;
+	attr->max_total_mcast_qp_attach = URD_MAX_MCAST_ATTACH;
 	attr->max_pkeys = d.max_pkeys;
 	attr->local_ca_ack_delay = d.local_ca_ack_delay;
 	attr->phys_port_cnt = d.phys_port_cnt;

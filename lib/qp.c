@@ -918,3 +918,33 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 		ibqp->state = attr->qp_state;
 	return 0;
 }
+
+/* ---------------------------------------------------------- multicast */
+
+/* man ibv_attach_mcast: 0 or an errno.  As the kernel's ib_attach_mcast: a
+ * UD QP and a multicast GID, else EINVAL; a RoCE port ignores the LID.  The
+ * daemon delivers a UD SEND to (gid, QPN 0xffffff) to every QP of the tenant
+ * in the group, on every host. */
+static int mcast_op(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t op)
+{
+	struct urd_context *ctx;
+	struct urd_mcast_req req;
+
+	if (!qp || !gid || qp->qp_type != IBV_QPT_UD || !urd_gid_is_mcast(gid->raw))
+		return EINVAL;
+	ctx = to_uctx(qp->context);
+	memset(&req, 0, sizeof(req));
+	req.handle = qp->handle;
+	memcpy(req.gid, gid->raw, 16);
+	return -urd_ctrl(ctx, op, &req, sizeof(req), NULL, 0, 0);
+}
+
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid URD_UNUSED)
+{
+	return mcast_op(qp, gid, URD_OP_ATTACH_MCAST);
+}
+
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid URD_UNUSED)
+{
+	return mcast_op(qp, gid, URD_OP_DETACH_MCAST);
+}

@@ -33,8 +33,10 @@
 #define UNIRDMA_ABI_H
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define URD_MAGIC            0x31414d4452494e55ULL /* "UNIRDMA1" little endian */
 #define URD_ABI_VERSION      1u
@@ -65,6 +67,11 @@
 #define URD_RING_HDR_SIZE    256u            /* ring control block before the slots */
 
 /* Device limits the daemon advertises (the header carries the live values). */
+/* Multicast (ibv_attach_mcast): groups a vRNIC's QPs may join in all, and
+ * QPs of one tenant on one host in one group. */
+#define URD_MAX_MCAST_ATTACH 1024u
+#define URD_MAX_MCAST_QP     56u             /* rxe's max_mcast_qp_attach */
+#define URD_MCAST_QPN        0xffffffu       /* the destination QPN of a multicast send */
 #define URD_MAX_INLINE       512u
 #define URD_MAX_SGE          16u
 #define URD_SEND_WQE_HDR     128u
@@ -409,6 +416,8 @@ enum urd_op {
 	URD_OP_REREG_MR   = 19,
 	/* 20, 21 reserved (memory windows) */
 	URD_OP_RESIZE_CQ  = 22,
+	URD_OP_ATTACH_MCAST = 23,
+	URD_OP_DETACH_MCAST = 24,
 	URD_OP_MAX,
 
 	/* 64..79: the forwarding data path, a baseline for benchmarks only
@@ -515,6 +524,29 @@ struct urd_resize_cq_req {
 	uint32_t handle;
 	uint32_t cqe;
 };
+
+/* ATTACH_MCAST / DETACH_MCAST: the UD QP handle joins or leaves the group
+ * gid (a multicast GID: ff00::/8, or ::ffff:224.0.0.0/4 for RoCEv2 over
+ * IPv4).  The answer repeats the request (ATTACH's undo detaches it).
+ * EINVAL: not a UD QP, not a multicast GID, DETACH of a group the QP is not
+ * in; ENOMEM: URD_MAX_MCAST_ATTACH or URD_MAX_MCAST_QP reached.  Attaching
+ * twice is 0, as rxe. */
+struct urd_mcast_req {
+	struct urd_msg_hdr hdr;
+	uint32_t handle;
+	uint32_t reserved;
+	uint8_t gid[16];
+};
+
+/* A multicast GID (the kernel's rdma_is_multicast_addr). */
+static inline bool urd_gid_is_mcast(const uint8_t gid[16])
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (gid[0] == 0xff)
+		return true;
+	return !memcmp(gid, v4mapped, sizeof(v4mapped)) && (gid[12] & 0xf0) == 0xe0;
+}
 
 /* REREG_MR: flags are IBV_REREG_MR_CHANGE_*; pd (a PD handle) counts with
  * CHANGE_PD, access with CHANGE_ACCESS.  As rxe: the PD and the access

@@ -330,6 +330,26 @@ static void check(bool tables)
 	for (struct vr_qp *q = d->eng.wait_head; q; q = q->eng.wait_next)
 		if (!pset_has(&live, q) || q->eng.wait == QP_WAIT_NONE || ++nlist > nqp)
 			fz_fail("engine timer list: a dead, repeated or not waiting QP");
+	/* multicast attachments: live UD QPs, multicast GIDs, as counted */
+	{
+		uint64_t natt = 0, nqpatt = 0, nvratt = 0;
+
+		for (uint32_t b = 0; b < URD_MCAST_BUCKETS; b++)
+			for (struct vr_mcast *m = d->mcast[b]; m; m = m->next) {
+				if (!pset_has(&live, m->qp) || m->qp->type != IBV_QPT_UD || !urd_gid_is_mcast(m->gid))
+					fz_fail("multicast: an attachment of a dead or non-UD QP, or no multicast GID");
+				natt++;
+			}
+		for (size_t i = 0; i < live.n; i++)
+			if (live.v[i])
+				nqpatt += ((const struct vr_qp *)live.v[i])->nmcast;
+		for (int v = 0; v < URD_MAX_VRNICS; v++)
+			if (d->vrnics[v])
+				nvratt += d->vrnics[v]->nmcast;
+		if (natt != nqpatt || natt != nvratt)
+			fz_fail("multicast: %llu attachments, QPs count %llu, vRNICs %llu", (unsigned long long)natt,
+				(unsigned long long)nqpatt, (unsigned long long)nvratt);
+	}
 	pthread_mutex_unlock(&d->lock);
 	free(live.v);
 }

@@ -431,6 +431,35 @@ static void write_seeds(const char *dir)
 	msg_handle(&b, 0, 0, URD_OP_QUERY_QP, H(4));
 	SEED("qp_ud");
 
+	/* multicast: join, join again, a unicast GID, an RC QP, leave twice,
+	 * destroy while joined */
+	msg_empty(&b, 0, 0, URD_OP_ALLOC_PD);                     /* H(1) */
+	msg_cq(&b, 0, 0, 16);                                     /* H(2) */
+	msg_qp(&b, 0, 0, IBV_QPT_UD, H(1), H(2), H(2), 0);        /* H(3) */
+	msg_qp(&b, 0, 0, IBV_QPT_RC, H(1), H(2), H(2), 0);        /* H(4) */
+	msg_qp(&b, 0, 0, IBV_QPT_UC, H(1), H(2), H(2), 0);        /* H(5) */
+	{
+		struct urd_mcast_req m = { .handle = H(3), .gid = { [10] = 0xff, [11] = 0xff, [12] = 239, [15] = 1 } };
+
+		msg(&b, 0, 0, URD_OP_ATTACH_MCAST, &m, sizeof(m));
+		msg(&b, 0, 0, URD_OP_ATTACH_MCAST, &m, sizeof(m));
+		m.gid[0] = 0xff;                                  /* an IPv6 group */
+		msg(&b, 0, 0, URD_OP_ATTACH_MCAST, &m, sizeof(m));
+		m.gid[0] = 0;
+		m.gid[12] = 10;                                   /* unicast: EINVAL */
+		msg(&b, 0, 0, URD_OP_ATTACH_MCAST, &m, sizeof(m));
+		m.gid[12] = 239;
+		m.handle = H(4);                                  /* RC: EINVAL */
+		msg(&b, 0, 0, URD_OP_ATTACH_MCAST, &m, sizeof(m));
+		m.handle = H(3);
+		msg(&b, 0, 0, URD_OP_DETACH_MCAST, &m, sizeof(m));
+		msg(&b, 0, 0, URD_OP_DETACH_MCAST, &m, sizeof(m)); /* EINVAL */
+		msg(&b, 0, 0, URD_OP_ATTACH_MCAST, &m, sizeof(m));
+	}
+	msg_connect(&b, 0, 0, H(5), false, qpn0, 1);
+	msg_handle(&b, 0, 0, URD_OP_DESTROY_QP, H(3));          /* still in two groups */
+	SEED("mcast_uc");
+
 	msg_empty(&b, 0, 0, URD_OP_ALLOC_PD);                     /* H(1) */
 	msg_cq(&b, 0, 0, 16);                                     /* H(2) */
 	msg_srq(&b, 0, 0, H(1), 16, 2, 4);                        /* H(3) */

@@ -27,6 +27,7 @@
 #                 to it) at once: every QPN within 64 of the victim's, RC and
 #                 UD (the other attacker's QPNs too), and (vr2) the victim's
 #                 rkey replayed inside t2 (as rkey, lkey)
+#   mcast         a QP of vr2 (t2) in t1's multicast group gets none of it
 #   region_files  vr2 (t2): the victim's pages live in vr0's region file; a
 #                 container of t2 sees only its own vRNIC's directory and no
 #                 state dir, admin socket or other region (not by path, not
@@ -223,6 +224,23 @@ case_region_files() {
 	checks_result
 }
 
+# mcast: t_mcast between vr0 and vr1 (t1) with a QP of vr2 (t2) in the same
+# group: t2's QP never receives t1's multicast.
+case_mcast() {
+	local dev=$WORK/mdev v
+	mkdir -p "$dev"
+	for v in vr0 vr1 vr2; do
+		ln -s "$(vrnic_field "$v" dir)" "$dev/$v" || die "no dir of $v"
+	done
+	UNIRDMA_DEVDIR=$dev UNIRDMA_TEST_DEV0=vr0 UNIRDMA_TEST_DEV1=vr1 UNIRDMA_TEST_MCAST_OTHER=vr2 \
+		LD_LIBRARY_PATH=$UNIRDMA_LIBDIR timeout 60 "$BUILD/tests/t_mcast" >"$WORK/mcast.out" 2>&1
+	check "t_mcast passes" test $? -eq 0
+	sed 's/^/  | /' "$WORK/mcast.out"
+	check "vr2's QP (tenant t2) in the group received nothing" \
+		grep -q "other tenant's QP in the group received nothing" "$WORK/mcast.out"
+	checks_result
+}
+
 add_case same_tenant case_same_tenant
 add_case rc_grh case_rc_grh
 add_case rc_own_gid case_rc_own_gid
@@ -230,4 +248,5 @@ add_case rc_nogrh case_rc_nogrh
 add_case ud case_ud
 add_case guess_qpns case_guess_qpns
 add_case region_files case_region_files
+add_case mcast case_mcast
 run_cases "$@"

@@ -59,19 +59,30 @@ run_verbs() {
 	local t=$1
 	shift
 	wv_setup || return 1
+	# WV_OTHER: tenant t2's vRNIC h2v2 is the third device (t_mcast)
+	[ -z "${WV_OTHER:-}" ] || ln -s "$(wv_dir 2 h2v2)" "$DEVS/c"
 	[ -x "$TESTS/$t" ] || die "no $TESTS/$t"
 	UNIRDMA_DEVDIR=$DEVS LD_LIBRARY_PATH=$UNIRDMA_LIBDIR timeout 120 "$TESTS/$t" "$@" >"$WORK/$t.out" 2>&1
 	local rc=$?
 	tail -n 3 "$WORK/$t.out" | sed 's/^/  | /'
 	check "$t over the wire passes" test "$rc" -eq 0
 	wv_counter 1 "sum(x['counters']['tx_packets'] for x in h['hosts'])" >"$WORK/tx" 2>/dev/null
-	say "  host 1 sent $(cat "$WORK/tx") RoCE packets"
-	check "the traffic went over the underlay" test "$(cat "$WORK/tx")" -gt 0
+	wv_counter 2 "sum(x['counters']['rx_packets'] for x in h['hosts'])" >"$WORK/rx" 2>/dev/null
+	say "  host 1 sent $(cat "$WORK/tx") RoCE packets to known hosts; host 2 received $(cat "$WORK/rx")"
+	check "the traffic went over the underlay" test "$(cat "$WORK/rx")" -gt 0
 	checks_result
 }
 for t in t_opcodes t_big t_rnr t_ud t_srq t_errors t_recv_sge t_resize_cq t_rereg t_uc; do
 	add_case "$t" run_verbs "$t"
 done
+
+# t_mcast: the group has members on both hosts (the sender's host included)
+# and one of tenant t2 on host 2, which must get nothing.
+mcast() {
+	WV_OTHER=1 UNIRDMA_TEST_MCAST_OTHER=h2v2 run_verbs t_mcast || return 1
+	grep -q "other tenant's QP in the group received nothing" "$WORK/t_mcast.out"
+}
+add_case t_mcast mcast
 
 # uc_loss: UC messages of three packets under 10 % loss: those that arrive
 # are whole and in order, the lost ones (whole or mid-way) leave no trace,
