@@ -62,6 +62,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "unirdma/abi.h"
 
 struct init_args {
 	const struct container_spec *spec;
@@ -452,7 +453,8 @@ static int collect(const struct container_spec *spec, struct expose *ex, size_t 
  * RoCE v1 and drops every UD packet, whose GRH area holds an IPv4 header as
  * on RoCE v2. So /sys/class becomes a read-only tmpfs holding a bind of each
  * class sysfs has, plus infiniband/<vRNIC> and infiniband_verbs/uverbs0 as
- * the kernel would show this one port (GID 0 ::ffff:<ip>, RoCE v2, eth0). */
+ * the kernel would show this one port (GIDs ::ffff:<ip>, RoCE v2, eth0, at
+ * the indices of abi.h's URD_GID_TBL_LEN layout). */
 
 static int put_file(const char *dir, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -477,7 +479,28 @@ static int put_file(const char *dir, const char *name, const char *fmt, ...)
 }
 
 /* port (a buffer of PATH_MAX, its string l long) + sub: the directory, with
- * its file "0" holding text; port is left as it was. */
+ * a file per GID index that ok_only allows (all of 0..URD_GID_TBL_LEN - 1
+ * otherwise), each holding text; port is left as it was. */
+static int put_entries(char *port, size_t l, const char *sub, const char *text, bool ok_only)
+{
+	int rc;
+
+	strncat(port, sub, PATH_MAX - l - 1);
+	rc = mkdir_p(port, l, 0555);
+	for (uint32_t i = 0; !rc && i < URD_GID_TBL_LEN; i++) {
+		char name[16];
+
+		if (ok_only && !urd_gid_index_ok(i))
+			continue;
+		snprintf(name, sizeof(name), "%u", i);
+		rc = put_file(port, name, "%s", urd_gid_index_ok(i) ? text :
+			      "0000:0000:0000:0000:0000:0000:0000:0000\n");
+	}
+	port[l] = '\0';
+	return rc;
+}
+
+/* port + sub with the one file "0" holding text. */
 static int put_entry0(char *port, size_t l, const char *sub, const char *text)
 {
 	int rc;
@@ -522,19 +545,21 @@ static int sys_ib_tree(const char *class, const struct vrnic_info *vi)
 		rc = put_file(d, "phys_state", "5: LinkUp\n");
 	if (!rc)
 		rc = put_file(d, "lid", "0x0\n");
-	/* entry 0 of the port's tables: gids, pkeys, gid_attrs/{types,ndevs} */
+	/* the port's tables: the GID table as verbs shows it (abi.h: index 2
+	 * empty, all zeros, with no type or netdev, as the kernel shows an
+	 * empty entry), one P_Key */
 	char gid[48];
 	size_t l = strlen(d);
 
 	snprintf(gid, sizeof(gid), "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", a[0], a[1], a[2], a[3]);
 	if (!rc)
-		rc = put_entry0(d, l, "/gids", gid);
+		rc = put_entries(d, l, "/gids", gid, false);
 	if (!rc)
 		rc = put_entry0(d, l, "/pkeys", "0xffff\n");
 	if (!rc)
-		rc = put_entry0(d, l, "/gid_attrs/types", "RoCE v2\n");
+		rc = put_entries(d, l, "/gid_attrs/types", "RoCE v2\n", true);
 	if (!rc)
-		rc = put_entry0(d, l, "/gid_attrs/ndevs", "eth0\n");
+		rc = put_entries(d, l, "/gid_attrs/ndevs", "eth0\n", true);
 	return rc;
 }
 
@@ -570,7 +595,7 @@ static int setup_sys_class(const char *root, const struct vrnic_info *vi)
 	}
 	closedir(dh);
 	if (!rc)
-		rc = must_mount("tmpfs", class, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k");
+		rc = must_mount("tmpfs", class, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=256k"); /* a page a file */
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (snprintf(p, sizeof(p), "%s/%s", class, keep[i].name) >= (int)sizeof(p)) {
 			rc = -ENAMETOOLONG;

@@ -228,7 +228,7 @@ int op_modify_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSE
 		return -EINVAL;
 	if ((mask & IBV_QP_DEST_QPN) && at->dest_qp_num > 0xffffff)
 		return -EINVAL;
-	if ((mask & IBV_QP_AV) && ((at->ah.is_global && at->ah.sgid_index != 0) ||
+	if ((mask & IBV_QP_AV) && ((at->ah.is_global && !urd_gid_index_ok(at->ah.sgid_index)) ||
 				   (at->ah.port_num && at->ah.port_num != 1)))
 		return -EINVAL;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && at->min_rnr_timer > 31)

@@ -268,7 +268,7 @@ static void init_header(struct urd_vrnic *vr, uint64_t file_size)
 	port->state = IBV_PORT_ACTIVE;
 	port->max_mtu = IBV_MTU_4096;
 	port->active_mtu = engine_port_mtu(vr->d);      /* the underlay's, as rxe */
-	port->gid_tbl_len = 1;
+	port->gid_tbl_len = URD_GID_TBL_LEN;
 	port->port_cap_flags = 0x04010000; /* CM supported | IP based GIDs */
 	port->max_msg_sz = URD_MAX_MSG;
 	port->pkey_tbl_len = 1;

@@ -53,7 +53,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		errno = EIO;
 		return NULL;
 	}
-	if (attr->port_num != 1 || (attr->is_global && attr->grh.sgid_index != 0)) {
+	if (attr->port_num != 1 || (attr->is_global && !urd_gid_index_ok(attr->grh.sgid_index))) {
 		errno = EINVAL;
 		return NULL;
 	}

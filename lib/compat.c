@@ -34,6 +34,8 @@
 #include <rdma/ib_user_sa.h>
 #include <rdma/ib_user_verbs.h>
 
+#include "unirdma/abi.h"
+
 #define UNUSED __attribute__((unused))
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -736,14 +738,14 @@ int ibv_read_ibdev_sysfs_file(UNUSED char *buf, UNUSED size_t size,
 }
 
 /*
- * Every vRNIC has one port whose GID 0 is an IPv4-mapped RoCEv2 GID
- * (DESIGN.md section 5); there is no other GID. ibv_devinfo treats a failure
- * here as "type unknown" and only prints non-zero GIDs anyway.
+ * Every vRNIC has one port whose GIDs are its IPv4-mapped RoCEv2 GID at the
+ * indices of URD_GID_TBL_LEN's layout (abi.h); index 2 is empty.  ibv_devinfo
+ * treats a failure here as "type unknown" and only prints non-zero GIDs.
  */
 int ibv_query_gid_type(UNUSED struct ibv_context *context, uint8_t port_num,
 		       unsigned int index, enum ibv_gid_type_sysfs *type)
 {
-	if (port_num != 1 || index != 0 || !type)
+	if (port_num != 1 || !urd_gid_index_ok(index) || !type)
 		return EINVAL;
 	*type = IBV_GID_TYPE_SYSFS_ROCE_V2;
 	return 0;

@@ -640,7 +640,7 @@ static void fill_port(struct urd_context *ctx, struct ibv_port_attr *pa)
 	pa->state = urd_ctx_dead(ctx) ? IBV_PORT_DOWN : (enum ibv_port_state)p.state;
 	pa->max_mtu = (enum ibv_mtu)p.max_mtu;
 	pa->active_mtu = (enum ibv_mtu)p.active_mtu;
-	pa->gid_tbl_len = 1;            /* ibv_query_gid serves index 0 only */
+	pa->gid_tbl_len = URD_GID_TBL_LEN;      /* abi.h: 0, 1, 3 the GID, 2 empty */
 	pa->port_cap_flags = p.port_cap_flags;
 	pa->max_msg_sz = p.max_msg_sz;
 	pa->pkey_tbl_len = 1;
@@ -708,17 +708,21 @@ int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 	return compat_query_port(context, port_num, port_attr);
 }
 
-/* man ibv_query_gid: 0 on success, -1 on error. */
+/* man ibv_query_gid: 0 on success, -1 on error.  An empty entry reads as
+ * the zero GID, as rdma-core reads it from sysfs. */
 int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
 		  union ibv_gid *gid)
 {
 	struct urd_context *ctx = to_uctx(context);
 
-	if (port_num != 1 || index != 0) {
+	if (port_num != 1 || index < 0 || (uint32_t)index >= URD_GID_TBL_LEN) {
 		errno = EINVAL;
 		return -1;
 	}
-	memcpy(gid->raw, ctx->hdr->port.gid, sizeof(gid->raw));
+	if (urd_gid_index_ok((uint32_t)index))
+		memcpy(gid->raw, ctx->hdr->port.gid, sizeof(gid->raw));
+	else
+		memset(gid->raw, 0, sizeof(gid->raw));
 	return 0;
 }
 
@@ -729,11 +733,11 @@ static bool zero_gid(const union ibv_gid *g)
 	return !memcmp(g->raw, z, sizeof(z));
 }
 
-static void fill_gid_entry(struct urd_context *ctx, struct ibv_gid_entry *e)
+static void fill_gid_entry(struct urd_context *ctx, struct ibv_gid_entry *e, uint32_t index)
 {
 	memset(e, 0, sizeof(*e));
 	memcpy(e->gid.raw, ctx->hdr->port.gid, sizeof(e->gid.raw));
-	e->gid_index = 0;
+	e->gid_index = index;
 	e->port_num = 1;
 	e->gid_type = IBV_GID_TYPE_ROCE_V2;
 	e->ndev_ifindex = 0;
@@ -746,9 +750,11 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 {
 	struct ibv_gid_entry e;
 
-	if (flags || entry_size < sizeof(e) || port_num != 1 || gid_index != 0)
+	if (flags || entry_size < sizeof(e) || port_num != 1 || gid_index >= URD_GID_TBL_LEN)
 		return EINVAL;
-	fill_gid_entry(to_uctx(context), &e);
+	if (!urd_gid_index_ok(gid_index))
+		return ENODATA;
+	fill_gid_entry(to_uctx(context), &e, gid_index);
 	if (zero_gid(&e.gid))
 		return ENODATA;
 	memset(entry, 0, entry_size);
@@ -762,17 +768,23 @@ ssize_t _ibv_query_gid_table(struct ibv_context *context,
 			     uint32_t flags, size_t entry_size)
 {
 	struct ibv_gid_entry e;
+	ssize_t n = 0;
 
 	if (flags || entry_size < sizeof(e))
 		return -EINVAL;
-	fill_gid_entry(to_uctx(context), &e);
-	if (zero_gid(&e.gid))
-		return 0;
-	if (max_entries < 1)
-		return -EINVAL;
-	memset(entries, 0, entry_size);
-	memcpy(entries, &e, sizeof(e));
-	return 1;
+	for (uint32_t i = 0; i < URD_GID_TBL_LEN; i++) {
+		if (!urd_gid_index_ok(i))
+			continue;
+		fill_gid_entry(to_uctx(context), &e, i);
+		if (zero_gid(&e.gid))
+			return 0;
+		if ((size_t)n >= max_entries)
+			return -EINVAL;
+		memset((char *)entries + (size_t)n * entry_size, 0, entry_size);
+		memcpy((char *)entries + (size_t)n * entry_size, &e, sizeof(e));
+		n++;
+	}
+	return n;
 }
 
 /* One P_Key, the default full-membership 0xffff.  -1 on error. */

@@ -67,6 +67,20 @@
 #define URD_RING_HDR_SIZE    256u            /* ring control block before the slots */
 
 /* Device limits the daemon advertises (the header carries the live values). */
+/* The GID table of the port, laid out so that the habits of programs written
+ * for other RoCE devices find the routable GID: every entry is the vRNIC's
+ * ::ffff:<ip>, RoCE v2, except index 2, which is empty.  Index 0 is ours
+ * (DESIGN.md 5, `-g 0`, `-x 0`); index 1 is where rxe puts its IPv4 RoCE v2
+ * GID (after fe80:: at 0: `-g 1`); index 3 is ConnectX's (fe80:: v1 and v2
+ * at 0 and 1, ::ffff:<ip> v1 at 2, v2 at 3: perftest's `-x 3`).  No RoCE v1
+ * and no link-local GID: a vRNIC speaks RoCE v2 over IPv4 only, so ConnectX's
+ * index 2 (RoCE v1) stays empty rather than lie about its type. */
+#define URD_GID_TBL_LEN      4u
+static inline bool urd_gid_index_ok(uint32_t i)
+{
+	return i < URD_GID_TBL_LEN && i != 2;
+}
+
 /* Multicast (ibv_attach_mcast): groups a vRNIC's QPs may join in all, and
  * QPs of one tenant on one host in one group. */
 #define URD_MAX_MCAST_ATTACH 1024u

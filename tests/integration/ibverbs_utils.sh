@@ -57,6 +57,9 @@ add_case devices case_devices
 add_case devinfo case_devinfo
 add_case rc_pingpong pingpong ibv_rc_pingpong
 add_case rc_pingpong-g0 pingpong ibv_rc_pingpong -g 0
+add_case rc_pingpong-g1 pingpong ibv_rc_pingpong -g 1 -c     # rxe's index
+add_case rc_pingpong-g3 pingpong ibv_rc_pingpong -g 3 -c     # ConnectX's
+add_case ud_pingpong-g3 pingpong ibv_ud_pingpong -g 3 -c
 add_case rc_pingpong-e pingpong ibv_rc_pingpong -e
 add_case rc_pingpong-s1 pingpong ibv_rc_pingpong -s 1
 add_case rc_pingpong-s4096 pingpong ibv_rc_pingpong -s 4096

@@ -57,4 +57,6 @@ for prog in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_
 		;;
 	esac
 done
+# GID index 3, where programs written for ConnectX find the RoCE v2 GID
+add_case ib_write_bw-x3 perf ib_write_bw -x 3 -n 1000
 run_cases "$@"

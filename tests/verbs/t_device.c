@@ -8,7 +8,10 @@
  * pkey index 0 = 0xffff; the context has a pollable async_fd and at least
  * one completion vector (ibv_open_device(3), ibv_query_port(3),
  * ibv_query_gid(3), ibv_query_pkey(3)). Two different devices have different
- * GIDs.  The list may be given back with free(), as qperf does (rdma-core's
+ * GIDs.  The GID table has 4 entries: the GID at 0, 1 and 3 (RoCE v2), index 2
+ * empty (ENODATA from ibv_query_gid_ex, zeros from ibv_query_gid), and
+ * ibv_query_gid_table lists the three.  ibv_create_ah and an RTR's AV take
+ * source GID indices 0, 1 and 3; 2 and 4.. are EINVAL.  The list may be given back with free(), as qperf does (rdma-core's
  * comes from malloc).
  */
 #include "helpers.h"
@@ -71,6 +74,86 @@ int main(void)
 		if (memcmp(gid.raw, v4mapped, 12) != 0)
 			t_fail("%s: GID 0 is not an IPv4-mapped address",
 			       ibv_get_device_name(dev));
+		/* the GID table (abi.h): the routable RoCE v2 GID where rxe
+		 * (index 1) and ConnectX (index 3) programs look for it too;
+		 * index 2 empty; nothing past the table */
+		CHECK_EQ(pa.gid_tbl_len, 4);
+		{
+			struct ibv_gid_entry tbl[8], e;
+			union ibv_gid g;
+			ssize_t n;
+
+			for (uint32_t k = 0; k < 4; k++) {
+				CHECK_OK(ibv_query_gid(ctx, T_PORT, (int)k, &g));
+				if (k == 2) {
+					static const uint8_t zero[16];
+
+					CHECK(!memcmp(g.raw, zero, 16));
+					CHECK_EQ(ibv_query_gid_ex(ctx, T_PORT, k, &e, 0), ENODATA);
+					continue;
+				}
+				CHECK(!memcmp(g.raw, gid.raw, 16));
+				CHECK_OK(ibv_query_gid_ex(ctx, T_PORT, k, &e, 0));
+				CHECK_EQ(e.gid_index, k);
+				CHECK_EQ(e.gid_type, IBV_GID_TYPE_ROCE_V2);
+				CHECK(!memcmp(e.gid.raw, gid.raw, 16));
+			}
+			CHECK(ibv_query_gid(ctx, T_PORT, 4, &g) != 0);
+			CHECK_EQ(ibv_query_gid_ex(ctx, T_PORT, 4, &e, 0), EINVAL);
+			n = ibv_query_gid_table(ctx, tbl, 8, 0);
+			CHECK_EQ(n, 3);
+			CHECK(tbl[0].gid_index == 0 && tbl[1].gid_index == 1 && tbl[2].gid_index == 3);
+			CHECK_EQ(ibv_query_gid_table(ctx, tbl, 2, 0), -EINVAL);
+		}
+		/* an address handle or a QP's AV takes the GID's indices, not
+		 * the empty one nor one past the table (EINVAL, as the kernel) */
+		{
+			struct ibv_pd *pd = ibv_alloc_pd(ctx);
+			struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+			struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+						       .cap = { 1, 1, 1, 1, 0 } };
+			struct ibv_ah_attr ah = { .is_global = 1, .port_num = T_PORT };
+			struct ibv_qp_attr a;
+			struct ibv_qp *qp;
+			struct ibv_ah *h;
+			int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+
+			CHECK(pd && cq);
+			ah.grh.dgid = gid;
+			ah.grh.hop_limit = 64;
+			for (uint8_t k = 0; k < 6; k++) {
+				ah.grh.sgid_index = k;
+				errno = 0;
+				h = ibv_create_ah(pd, &ah);
+				if (k == 2 || k >= 4) {
+					CHECK(!h && errno == EINVAL);
+				} else {
+					CHECK(h);
+					CHECK_OK(ibv_destroy_ah(h));
+				}
+			}
+			ia.send_cq = ia.recv_cq = cq;
+			qp = ibv_create_qp(pd, &ia);
+			CHECK(qp);
+			memset(&a, 0, sizeof(a));
+			a.qp_state = IBV_QPS_INIT;
+			a.port_num = T_PORT;
+			CHECK_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					       IBV_QP_ACCESS_FLAGS));
+			memset(&a, 0, sizeof(a));
+			a.qp_state = IBV_QPS_RTR;
+			a.path_mtu = IBV_MTU_1024;
+			a.dest_qp_num = qp->qp_num;
+			a.ah_attr = ah;
+			a.ah_attr.grh.sgid_index = 2;
+			CHECK_EQ(ibv_modify_qp(qp, &a, mask), EINVAL);
+			a.ah_attr.grh.sgid_index = 3;
+			CHECK_OK(ibv_modify_qp(qp, &a, mask));
+			CHECK_OK(ibv_destroy_qp(qp));
+			CHECK_OK(ibv_destroy_cq(cq));
+			CHECK_OK(ibv_dealloc_pd(pd));
+		}
 		CHECK_OK(ibv_query_pkey(ctx, T_PORT, 0, &pkey));
 		CHECK_EQ(pkey, 0xffff);
 		printf("%s: GID %u.%u.%u.%u\n", ibv_get_device_name(dev),
