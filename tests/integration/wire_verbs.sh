@@ -144,7 +144,8 @@ add_case hostile hostile
 # A QEMU guest on host 1 (VM vRNIC h1v3, the guest reaches its vRNIC through
 # ivshmem) and a container on host 2: every opcode both ways, data checked
 # (urd_vmtool, as vm.sh's opcodes_vm_container), over RoCEv2.  MODE uc: over
-# UC QPs (SEND and WRITE).
+# UC QPs (SEND and WRITE; passed by hand, not in the suite: vm:uc_vm_container
+# and t_uc here cover its parts).
 vm_container() {
 	local crc src mode=${1:-opcodes}
 	vm_prepare
@@ -181,6 +182,5 @@ urd_serve 18515 urd_vmtool $mode"
 	checks_result
 }
 add_case vm_container vm_container
-add_case vm_uc_container vm_container uc
 
 run_cases "$@"
