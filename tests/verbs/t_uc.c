@@ -116,6 +116,45 @@ static enum ibv_qp_state state_of(struct ibv_qp *qp)
 	return a.qp_state;
 }
 
+/* Both contexts, a CQ each (the receiver's rcqe big), a UC QP each. */
+static void pair_open(const char *name, struct ibv_qp_cap *cap, int rcqe)
+{
+	t_start(name);
+	t_open(&A, 0);
+	t_open(&B, 1);
+	scq = t_cq(&A, 256, NULL);
+	rcq = t_cq(&B, rcqe, NULL);
+	qa = t_qp(&A, IBV_QPT_UC, scq, scq, NULL, 1, cap);
+	qb = t_qp(&B, IBV_QPT_UC, rcq, rcq, NULL, 1, cap);
+}
+
+/* Each QP the other's peer, through UC's own state machine. */
+static void pair_connect(void)
+{
+	struct t_peer pa;
+
+	connect_sender();
+	t_peer_of(&pa, &A, qa);
+	uc_init(qb);
+	uc_rtr(qb, &B, &pa);
+	uc_rts(qb);
+}
+
+static void pair_close(struct ibv_mr *mra, struct ibv_mr *mrb, uint8_t *src, uint8_t *dst, size_t len)
+{
+	CHECK_OK(ibv_destroy_qp(qa));
+	CHECK_OK(ibv_destroy_qp(qb));
+	CHECK_OK(ibv_dereg_mr(mra));
+	CHECK_OK(ibv_dereg_mr(mrb));
+	CHECK_OK(ibv_destroy_cq(scq));
+	CHECK_OK(ibv_destroy_cq(rcq));
+	t_unmap(src, len);
+	t_unmap(dst, len);
+	t_close(&A);
+	t_close(&B);
+	t_pass();
+}
+
 /* `t_uc loss` (wire_verbs under 10 % packet loss): NLOSS SENDs of three
  * packets each, numbered.  Every message that arrives is whole and in order
  * (byte_len, number, pattern); some are lost, mid-way or whole; the sender
@@ -131,18 +170,11 @@ static int loss_main(void)
 	struct ibv_mr *mra, *mrb;
 	struct ibv_wc wc;
 	struct ibv_sge sg;
-	struct t_peer pa;
 	uint8_t *src, *dst;
 	size_t slot = 4096;
 	uint32_t got = 0, last = 0, sent = 0, done = 0;
 
-	t_start("t_uc loss");
-	t_open(&A, 0);
-	t_open(&B, 1);
-	scq = t_cq(&A, 256, NULL);
-	rcq = t_cq(&B, 1024, NULL);
-	qa = t_qp(&A, IBV_QPT_UC, scq, scq, NULL, 1, &cap);
-	qb = t_qp(&B, IBV_QPT_UC, rcq, rcq, NULL, 1, &cap);
+	pair_open("t_uc loss", &cap, 1024);
 	src = t_map(NLOSS * slot);
 	dst = t_map(NLOSS * slot);
 	for (uint32_t i = 0; i < NLOSS; i++) {
@@ -151,11 +183,7 @@ static int loss_main(void)
 	}
 	mra = t_reg(A.pd, src, NLOSS * slot, IBV_ACCESS_LOCAL_WRITE);
 	mrb = t_reg(B.pd, dst, NLOSS * slot, IBV_ACCESS_LOCAL_WRITE);
-	connect_sender();
-	t_peer_of(&pa, &A, qa);
-	uc_init(qb);
-	uc_rtr(qb, &B, &pa);
-	uc_rts(qb);
+	pair_connect();
 	for (uint32_t i = 0; i < NLOSS; i++) {
 		sg = t_sge(dst + i * slot, (uint32_t)slot, mrb->lkey);
 		CHECK_OK(t_post_recv(qb, i, &sg, 1));
@@ -190,17 +218,7 @@ static int loss_main(void)
 	       LOSS_LEN, NLOSS - got);
 	CHECK(got > 0 && got < NLOSS);
 	CHECK_EQ(state_of(qb), IBV_QPS_RTS);
-	CHECK_OK(ibv_destroy_qp(qa));
-	CHECK_OK(ibv_destroy_qp(qb));
-	CHECK_OK(ibv_dereg_mr(mra));
-	CHECK_OK(ibv_dereg_mr(mrb));
-	CHECK_OK(ibv_destroy_cq(scq));
-	CHECK_OK(ibv_destroy_cq(rcq));
-	t_unmap(src, NLOSS * slot);
-	t_unmap(dst, NLOSS * slot);
-	t_close(&A);
-	t_close(&B);
-	t_pass();
+	pair_close(mra, mrb, src, dst, NLOSS * slot);
 	return 0;
 }
 
@@ -211,20 +229,13 @@ int main(int argc, char **argv)
 	struct ibv_mr *mra, *mrb;
 	struct ibv_wc wc;
 	struct ibv_sge sg;
-	struct t_peer pa;
 	uint8_t *src, *dst;
 	size_t len = HUGE_MSG + BIG;
 	int lost;
 
 	if (argc > 1 && !strcmp(argv[1], "loss"))
 		return loss_main();
-	t_start("t_uc");
-	t_open(&A, 0);
-	t_open(&B, 1);
-	scq = t_cq(&A, 256, NULL);
-	rcq = t_cq(&B, 256, NULL);
-	qa = t_qp(&A, IBV_QPT_UC, scq, scq, NULL, 1, &cap);
-	qb = t_qp(&B, IBV_QPT_UC, rcq, rcq, NULL, 1, &cap);
+	pair_open("t_uc", &cap, 256);
 	CHECK_EQ(qa->qp_type, IBV_QPT_UC);
 	src = t_map(len);
 	dst = t_map(len);
@@ -232,12 +243,7 @@ int main(int argc, char **argv)
 	memset(dst, 0, len);
 	mra = t_reg(A.pd, src, len, IBV_ACCESS_LOCAL_WRITE);
 	mrb = t_reg(B.pd, dst, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-
-	connect_sender();
-	t_peer_of(&pa, &A, qa);
-	uc_init(qb);
-	uc_rtr(qb, &B, &pa);
-	uc_rts(qb);
+	pair_connect();
 	CHECK_EQ(state_of(qa), IBV_QPS_RTS);
 
 	/* SEND and SEND_WITH_IMM */
@@ -404,17 +410,6 @@ int main(int argc, char **argv)
 	printf("the 32 MiB message %s\n", lost ? "was lost mid-way or before it started"
 					     : "went whole before the error");
 	CHECK_CQ_EMPTY(rcq);
-
-	CHECK_OK(ibv_destroy_qp(qa));
-	CHECK_OK(ibv_destroy_qp(qb));
-	CHECK_OK(ibv_dereg_mr(mra));
-	CHECK_OK(ibv_dereg_mr(mrb));
-	CHECK_OK(ibv_destroy_cq(scq));
-	CHECK_OK(ibv_destroy_cq(rcq));
-	t_unmap(src, len);
-	t_unmap(dst, len);
-	t_close(&A);
-	t_close(&B);
-	t_pass();
+	pair_close(mra, mrb, src, dst, len);
 	return 0;
 }
