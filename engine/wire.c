@@ -19,6 +19,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <poll.h>
 #include <sched.h>
@@ -396,6 +397,37 @@ static void wire_mcast_rx(struct urd_daemon *d, struct wire_rx *rx, const char *
 		rx->cnt->drops[WDROP_NO_QP]++;
 }
 
+/* Multicast groups are memberships of the one wire socket, and the kernel
+ * allows a socket net.ipv4.igmp_max_memberships of them (20 by default, per
+ * network namespace): raised to URD_MAX_MCAST_ATTACH when lower, and said. */
+static void mcast_room(void)
+{
+	static const char path[] = "/proc/sys/net/ipv4/igmp_max_memberships";
+	char buf[32];
+	long cur = 0;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n > 0) {
+		buf[n] = 0;
+		cur = strtol(buf, NULL, 10);
+	}
+	if (n > 0 && cur < (long)URD_MAX_MCAST_ATTACH) {
+		int len = snprintf(buf, sizeof(buf), "%u\n", URD_MAX_MCAST_ATTACH);
+
+		if (pwrite(fd, buf, (size_t)len, 0) == len)
+			log_info("fabric: net.ipv4.igmp_max_memberships raised from %ld to %u (multicast groups)",
+				 cur, URD_MAX_MCAST_ATTACH);
+		else
+			log_warn("fabric: net.ipv4.igmp_max_memberships is %ld: at most that many multicast groups "
+				 "reach other hosts", cur);
+	}
+	close(fd);
+}
+
 void engine_mcast_join(struct urd_daemon *d, const uint8_t gid[16], bool join)
 {
 	struct engine_wire *w = d->eng.wire;
@@ -700,6 +732,7 @@ int engine_wire_start(struct urd_daemon *d, const char *dev, char *err, size_t e
 			 ROCE_UDP_PORT, strerror(errno));
 		goto fail;
 	}
+	mcast_room();
 	d->eng.wire = w;
 	ret = -pthread_create(&w->thread, NULL, wire_main, d);
 	if (ret) {

@@ -11,6 +11,8 @@
  *   sender's, and the GRH's IPv4 header addressed to the group.  A QP in
  *   another group gets nothing; after a detach the QP gets nothing; a wrong
  *   Q_Key reaches nobody.  A QP destroyed while attached leaves the group.
+ *   A QP in 30 groups gets what is sent to the last (a host's wire socket
+ *   needs more than the kernel's default 20 memberships).
  * - $UNIRDMA_TEST_MCAST_OTHER names a vRNIC of another tenant: its QP joins
  *   the same group and must never receive (wire_verbs sets it).
  */
@@ -23,6 +25,7 @@
 #define LEN 500u
 #define SLOT 1024u
 #define NQ 4
+#define MANY 30
 
 static struct t_dev A, B, O;
 static struct ibv_qp *q[NQ];            /* q[0] sends (A); q[1] A, q[2] q[3] B */
@@ -185,6 +188,27 @@ int main(void)
 	expect_got(1, &slot[1], 3, &g1);
 	expect_got(3, &slot[3], 3, &g1);
 	CHECK_CQ_EMPTY(cq[2]);
+	/* many groups (more than the kernel's default 20 memberships of a
+	 * socket, which the wire's multicast rides on): the last one works */
+	{
+		union ibv_gid many[MANY];
+		struct ibv_ah *ahm;
+		char ip[32];
+
+		for (int k = 0; k < MANY; k++) {
+			snprintf(ip, sizeof(ip), "239.2.0.%d", k + 1);
+			gid_v4(&many[k], ip);
+			CHECK_OK(ibv_attach_mcast(q[2], &many[k], 0));
+		}
+		usleep(100 * 1000);
+		ahm = t_ud_ah(&A, &many[MANY - 1]);
+		send_to(ahm, QKEY, 7);
+		expect_got(2, &slot[2], 7, &many[MANY - 1]);
+		CHECK_CQ_EMPTY(cq[1]);
+		CHECK_OK(ibv_destroy_ah(ahm));
+		for (int k = 0; k < MANY; k++)
+			CHECK_OK(ibv_detach_mcast(q[2], &many[k], 0));
+	}
 	/* a wrong Q_Key reaches nobody */
 	send_to(ah1, QKEY + 1, 4);
 	for (int i = 1; i < NQ; i++)
