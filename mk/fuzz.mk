@@ -18,7 +18,7 @@
 #                       (UNIRDMA_FUZZ_WRITE_SEEDS=DIR build/fuzz/fuzz_<t>)
 #
 # Reproduce a crash: build/fuzz/fuzz_wqe CRASH-FILE (runs that one input).
-# The suite runs each target for 20 s: tests/integration/fuzz.sh.
+# The suite runs each target for 6 s: tests/integration/fuzz.sh.
 
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 600

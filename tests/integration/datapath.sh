@@ -83,7 +83,7 @@ case_clang() {
 	local out
 	out=$(mktemp -d /tmp/unirdma-clang.XXXXXX)
 	say "+ make CC=clang BUILD=$out (-Wall -Wextra -Werror)"
-	if make -s -C "$TOP" CC=clang BUILD="$out" all >"$out.log" 2>&1; then
+	if make -s -j"$(nproc)" -C "$TOP" CC=clang BUILD="$out" all >"$out.log" 2>&1; then
 		rm -rf "$out" "$out.log"
 		return 0
 	fi

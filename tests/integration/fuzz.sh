@@ -13,7 +13,7 @@
 #   dir    the cluster directory client's parsers of what etcd sends (a range
 #          answer and the watch stream, base64 keys and values) and the
 #          engine's tables of hosts and GIDs they feed
-# Each case runs its target for $UNIRDMA_FUZZ_TIME seconds (default 12) from
+# Each case runs its target for $UNIRDMA_FUZZ_TIME seconds (default 6) from
 # a copy of the corpus in tests/fuzz/corpus/<target> (the repo corpus is never
 # written) and fails on any crash, sanitizer report, leak, invariant
 # violation or input that runs longer than 10 s. A failing input is kept in
@@ -22,7 +22,7 @@
 . "$(dirname "$0")/lib.sh"
 
 CASE_SETUP=: # no daemon: the targets run the daemon's code in-process
-FUZZ_TIME=${UNIRDMA_FUZZ_TIME:-12}
+FUZZ_TIME=${UNIRDMA_FUZZ_TIME:-6}
 
 # cause LOG: the line of a libFuzzer log that says what went wrong.
 cause() {
