@@ -310,12 +310,10 @@ int mcast_attach(struct urd_daemon *d, struct vr_qp *qp, const uint8_t gid[16], 
 int mcast_detach(struct urd_daemon *d, struct vr_qp *qp, const uint8_t gid[16], bool *last);
 void mcast_detach_all(struct urd_daemon *d, struct vr_qp *qp,
 		      void (*gone)(struct urd_daemon *d, const uint8_t gid[16]));
-/* The next attachment of group gid after m (NULL: the first); with a
- * tenant, the next of a QP of that tenant on a vRNIC still served.  The
- * engine walks a group with it to deliver a multicast SEND, as an RNIC looks
- * its multicast table up for every packet. */
-struct vr_mcast *mcast_next(struct urd_daemon *d, const struct vr_mcast *m, const uint8_t gid[16],
-			    const char *tenant);
+/* The next attachment of group gid after m (NULL: the first).  The engine
+ * walks a group with it to deliver a multicast SEND, as an RNIC looks its
+ * multicast table up for every packet. */
+struct vr_mcast *mcast_next(struct urd_daemon *d, const struct vr_mcast *m, const uint8_t gid[16]);
 
 /* events.c: what a context learns besides its mailbox answers.  Big lock held. */
 void ctx_post_async(struct vr_ctx *ctx, uint32_t event, uint32_t kind, uint32_t handle);

@@ -211,13 +211,11 @@ static struct vr_mcast **mcast_bucket(struct urd_daemon *d, const uint8_t gid[16
 	return &d->mcast[h % URD_MCAST_BUCKETS];
 }
 
-struct vr_mcast *mcast_next(struct urd_daemon *d, const struct vr_mcast *m, const uint8_t gid[16],
-			    const char *tenant)
+struct vr_mcast *mcast_next(struct urd_daemon *d, const struct vr_mcast *m, const uint8_t gid[16])
 {
 	struct vr_mcast *c = m ? m->next : *mcast_bucket(d, gid);
 
-	while (c && (memcmp(c->gid, gid, 16) ||
-		     (tenant && (strcmp(c->qp->vr->tenant, tenant) || c->qp->vr->failed))))
+	while (c && memcmp(c->gid, gid, 16))
 		c = c->next;
 	return c;
 }
@@ -228,7 +226,7 @@ int mcast_attach(struct urd_daemon *d, struct vr_qp *qp, const uint8_t gid[16], 
 	uint32_t same_tenant = 0;
 
 	*first = true;
-	for (m = mcast_next(d, NULL, gid, NULL); m; m = mcast_next(d, m, gid, NULL)) {
+	for (m = mcast_next(d, NULL, gid); m; m = mcast_next(d, m, gid)) {
 		if (m->qp == qp)
 			return 0;       /* already in it (rxe: 0) */
 		*first = false;
@@ -264,7 +262,7 @@ int mcast_detach(struct urd_daemon *d, struct vr_qp *qp, const uint8_t gid[16], 
 	free(m);
 	qp->nmcast--;
 	qp->vr->nmcast--;
-	*last = !mcast_next(d, NULL, gid, NULL);
+	*last = !mcast_next(d, NULL, gid);
 	return 0;
 }
 
@@ -287,7 +285,7 @@ void mcast_detach_all(struct urd_daemon *d, struct vr_qp *qp,
 			free(m);
 			qp->nmcast--;
 			qp->vr->nmcast--;
-			if (gone && !mcast_next(d, NULL, gid, NULL))
+			if (gone && !mcast_next(d, NULL, gid))
 				gone(d, gid);
 		}
 	}

@@ -322,9 +322,9 @@ static __attribute__((noinline)) void mcast_deliver(struct req_wqe *c)
 
 	engine_gid_ip(c->w->dgid, &dip);
 	c->pkt->dip = dip;
-	for (struct vr_mcast *m = mcast_next(d, NULL, c->w->dgid, qp->vr->tenant); m;
-	     m = mcast_next(d, m, c->w->dgid, qp->vr->tenant))
-		resp_handle(m->qp, c->pkt);
+	for (struct vr_mcast *m = mcast_next(d, NULL, c->w->dgid); m; m = mcast_next(d, m, c->w->dgid))
+		if (!strcmp(m->qp->vr->tenant, qp->vr->tenant) && !m->qp->vr->failed)
+			resp_handle(m->qp, c->pkt);
 	if (d->eng.wire)
 		wire_ud_send(qp, c->w, c->op, c->local, c->n, (uint32_t)c->len);
 }

@@ -150,16 +150,15 @@ static enum resp_result recv_too_long(struct vr_qp *qp, uint64_t wr_id, struct p
 }
 
 /* A receive WQE whose scatter list fails its checks (class A for RC and UC:
- * the QP goes to the error state, RC's requester gets a NAK; UD completes it
- * in error). */
+ * the QP goes to the error state; UD completes it in error). */
 static enum resp_result recv_malformed(struct vr_qp *qp, uint64_t wr_id, struct packet *pkt)
 {
 	complete_recv(qp, wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, pkt);
 	if (qp->type == IBV_QPT_UD)
 		return RESP_ACK;
-	if (qp->state != IBV_QPS_ERR)
+	if (qp->type == IBV_QPT_UC && qp->state != IBV_QPS_ERR)
 		qp_fail(qp, QP_FAIL_REQUEST);
-	return RESP_NAK_OP;
+	return class_c_error(qp, RESP_NAK_OP);
 }
 
 /* One piece of an RC or UC SEND moving in pieces.  The first piece consumes a

@@ -382,9 +382,11 @@ static void wire_mcast_rx(struct urd_daemon *d, struct wire_rx *rx, const char *
 		rx->cnt->drops[WDROP_TRANSPORT]++;
 		return;
 	}
-	for (struct vr_mcast *m = mcast_next(d, NULL, mgid, tenant); m; m = mcast_next(d, m, mgid, tenant)) {
+	for (struct vr_mcast *m = mcast_next(d, NULL, mgid); m; m = mcast_next(d, m, mgid)) {
 		struct vr_qp *qp = m->qp;
 
+		if (strcmp(qp->vr->tenant, tenant) || qp->vr->failed)
+			continue;
 		n++;
 		if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 			rx->cnt->drops[WDROP_QP_STATE]++;
