@@ -39,7 +39,7 @@
 #   mh_tenant_lan TENANT         link the hosts' tenant bridges (TCP between hosts)
 #   mh_pair [-p PORT] A VRA SCMD B VRB CCMD
 #                                server in a container on host A, client on B
-#   mh_loss PCT                  drop PCT % of UDP 4791 on br0 (0 = off)
+#   mh_loss PCT [MBYTES]         drop PCT % of UDP 4791 on br0 (0 = off), of the first MBYTES MiB only
 #   mh_link K down|up            host K's port on br0
 #   mh_etcd stop|start
 #   mh_kill K                    SIGKILL host K's daemon
@@ -303,22 +303,26 @@ mh_tenant_lan() {
 	say "tenant $t's LAN: $lan linking hosts' bridge namespaces"
 }
 
-# mh_loss PCT: drops PCT % of the UDP 4791 frames crossing br0 (nftables
-# numgen random in the bridge family); 0 removes the rule.
+# mh_loss PCT [MBYTES]: drops PCT % of the UDP 4791 frames crossing br0
+# (nftables numgen random in the bridge family); 0 removes the rule.  With
+# MBYTES, only the first MBYTES MiB of RoCE traffic see loss (a named nft
+# quota): a test can end loss-free at a point fixed in bytes, not in time.
 mh_loss() {
-	local pct=$1
+	local pct=$1 quota=${2:-} q=''
 	ip netns exec "$MH_BR" nft delete table bridge urdmh_loss 2>/dev/null
 	[ "$pct" -gt 0 ] || { say "underlay loss off"; return 0; }
+	[ -z "$quota" ] || q="quota name lossy"
 	ip netns exec "$MH_BR" nft -f - <<EOF || die "nft loss rule failed"
 table bridge urdmh_loss {
 	counter dropped { }
+	quota lossy { until ${quota:-0} mbytes }
 	chain drop_roce {
 		type filter hook forward priority 0; policy accept;
-		udp dport 4791 numgen random mod 100 < $pct counter name dropped drop
+		udp dport 4791 $q numgen random mod 100 < $pct counter name dropped drop
 	}
 }
 EOF
-	say "underlay loss: $pct % of UDP 4791"
+	say "underlay loss: $pct % of UDP 4791${quota:+ for its first $quota MiB}"
 }
 
 # mh_loss_dropped: frames the loss rule dropped so far.
