@@ -2,7 +2,11 @@
 /* The opcode table (include/unirdma/opcode.h): what each send opcode does,
  * from IB spec 9.4 (table 38), 9.8.x (operations per transport service) and
  * ibv_post_send(3).  UC (9.8.2): SEND and RDMA WRITE, with or without
- * immediate; no READ, no atomics.  One copy for the library and the daemon. */
+ * immediate; no READ, no atomics.  One copy for the library and the daemon.
+ * The memory window operations follow rxe_wr_opcode_info: BIND_MW on RC and
+ * UC, LOCAL_INV on RC; SEND_WITH_INV on RC only (rxe lists UC and UD too,
+ * but has no UC or UD packet that carries an IETH: IB spec 9.4 defines
+ * SEND with Invalidate for RC and XRC alone). */
 #include "unirdma/opcode.h"
 
 #define RC URD_QPT_BIT(IBV_QPT_RC)
@@ -58,5 +62,26 @@ const struct urd_opcode_info urd_opcodes[URD_WR_NUM_OPCODES] = {
 		.qp_types = RC,
 		.remote_access = IBV_ACCESS_REMOTE_ATOMIC,
 		.wc_opcode = IBV_WC_FETCH_ADD,
+	},
+	[URD_WR_LOCAL_INV] = {
+		.name = "local_inv",
+		.flags = URD_OPF_LOCAL,
+		.qp_types = RC,
+		.remote_access = 0,
+		.wc_opcode = IBV_WC_LOCAL_INV,
+	},
+	[URD_WR_BIND_MW] = {
+		.name = "bind_mw",
+		.flags = URD_OPF_LOCAL,
+		.qp_types = RC | UC,
+		.remote_access = 0,
+		.wc_opcode = IBV_WC_BIND_MW,
+	},
+	[URD_WR_SEND_WITH_INV] = {
+		.name = "send_inv",
+		.flags = URD_OPF_SEND | URD_OPF_INLINE | URD_OPF_INV,
+		.qp_types = RC,
+		.remote_access = 0,
+		.wc_opcode = IBV_WC_SEND,
 	},
 };

@@ -95,7 +95,9 @@ struct urd_qos {
 	uint64_t last_ns;
 };
 
-enum urd_obj_type { OBJ_NONE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_SRQ, OBJ_QP };
+/* ctx.c destroys a dead context's objects from the highest type down: windows
+ * before the QPs and MRs they are bound to, MRs before their PDs. */
+enum urd_obj_type { OBJ_NONE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_SRQ, OBJ_QP, OBJ_MW };
 
 struct vr_obj {
 	enum urd_obj_type type;
@@ -137,6 +139,27 @@ struct vr_mr {
 	struct vr_mr *lkey_next, *rkey_next;   /* hash chains in the vRNIC */
 	uint64_t charged;               /* VM MR: page-rounded bytes counted in memwin.used */
 	uint64_t meta;                  /* daemon heap bytes counted in vr->meta_bytes */
+	uint32_t nmw;                   /* memory windows bound to it: dereg is refused (rxe) */
+};
+
+/* A memory window (IB spec 10.6.7; rxe_mw.c).  Type 1 is bound by
+ * ibv_bind_mw and stays valid (a length of 0 grants nothing); type 2 (2B)
+ * is free until a BIND_MW WQE binds it to the posting QP, and free again
+ * after LOCAL_INV, SEND_WITH_INV or its QP's destruction.  The binding is
+ * the RNIC's state: the engine writes it (engine/mw.c) when it executes
+ * the WQE, the control plane when the window, its MR's context or its QP
+ * goes away, both under the big lock. */
+struct vr_mw {
+	struct vr_obj obj;
+	struct vr_pd *pd;
+	uint32_t type;                  /* IBV_MW_TYPE_1 / IBV_MW_TYPE_2 */
+	uint32_t rkey;                  /* URD_MW_KEY_BIT | index << 8 | key */
+	bool bound;                     /* type 2: VALID (else FREE); type 1: has an MR */
+	struct vr_mr *mr;               /* bound to (mr->nmw counts it) */
+	struct vr_qp *qp;               /* type 2: the QP it is bound to */
+	uint64_t addr, length;
+	uint32_t access;                /* IBV_ACCESS_REMOTE_* it grants */
+	struct vr_mw *next;             /* vr->mws hash chain, by index */
 };
 
 struct vr_ring {
@@ -241,6 +264,8 @@ struct urd_vrnic {
 	uint32_t last_seq[URD_MAX_CTX]; /* per slot, for slots without a context */
 	struct vr_qp *qp_slots[URD_MAX_QP_SLOTS];
 	struct vr_mr *lkeys[URD_KEY_BUCKETS], *rkeys[URD_KEY_BUCKETS];
+	struct vr_mw *mws[URD_KEY_BUCKETS];     /* memory windows, by R_Key index */
+	uint32_t nmw;
 	struct urd_counters cnt;
 	struct urd_limits lim;
 	struct urd_qos qos;
@@ -293,6 +318,18 @@ void mr_keys_link(struct urd_vrnic *vr, struct vr_mr *mr);
 void mr_keys_unlink(struct urd_vrnic *vr, struct vr_mr *mr);
 struct vr_mr *mr_by_lkey(struct urd_vrnic *vr, uint32_t lkey);
 struct vr_mr *mr_by_rkey(struct urd_vrnic *vr, uint32_t rkey);
+/* Memory windows: an R_Key with URD_MW_KEY_BIT and an index unique in the
+ * vRNIC (0 when URD_MAX_MW windows exist); the window whose R_Key is rkey
+ * exactly; unbinding one, or every window bound to qp (the QP goes away).
+ * mw_by_rkey and mw_unbind are engine services (check-layering.sh): the
+ * RNIC executes BIND_MW and LOCAL_INV and checks window R_Keys, as it looks
+ * MR keys up. */
+uint32_t mw_key_new(struct urd_vrnic *vr);
+void mw_link(struct urd_vrnic *vr, struct vr_mw *mw);
+void mw_unlink(struct urd_vrnic *vr, struct vr_mw *mw);
+struct vr_mw *mw_by_rkey(struct urd_vrnic *vr, uint32_t rkey);
+void mw_unbind(struct vr_mw *mw);
+void mw_unbind_qp(struct urd_vrnic *vr, struct vr_qp *qp);
 /* QPNs: random 24-bit, unique host-wide; within [base, base + span) once the
  * cluster directory gave this host a range (qpn_range_set; span 0: none). */
 uint32_t qpn_alloc(struct urd_daemon *d);

@@ -96,8 +96,88 @@ uint32_t mr_key_new(struct urd_vrnic *vr)
 	do {
 		if (getrandom(&k, sizeof(k), 0) != sizeof(k))
 			k = (uint32_t)rand() ^ (uint32_t)vr->d->next_ctx_id << 16;
-	} while (!k || k == UINT32_MAX || mr_by_lkey(vr, k) || mr_by_rkey(vr, k));
+		k &= ~URD_MW_KEY_BIT;   /* the windows' half of the key space */
+	} while (!k || mr_by_lkey(vr, k) || mr_by_rkey(vr, k));
 	return k;
+}
+
+/* ---- memory windows: R_Key = URD_MW_KEY_BIT | index << 8 | key ---- */
+
+static uint32_t mw_bucket(uint32_t rkey)
+{
+	return key_bucket(rkey >> 8);
+}
+
+static struct vr_mw *mw_by_index(struct urd_vrnic *vr, uint32_t rkey)
+{
+	for (struct vr_mw *w = vr->mws[mw_bucket(rkey)]; w; w = w->next)
+		if ((w->rkey >> 8) == (rkey >> 8))
+			return w;
+	return NULL;
+}
+
+struct vr_mw *mw_by_rkey(struct urd_vrnic *vr, uint32_t rkey)
+{
+	struct vr_mw *w = mw_by_index(vr, rkey);
+
+	return w && w->rkey == rkey ? w : NULL;
+}
+
+/* Random, like MR keys: a tenant learns nothing of other windows' keys. */
+uint32_t mw_key_new(struct urd_vrnic *vr)
+{
+	uint32_t k;
+
+	if (vr->nmw >= URD_MAX_MW)
+		return 0;
+	do {
+		if (getrandom(&k, sizeof(k), 0) != sizeof(k))
+			k = (uint32_t)rand() ^ (uint32_t)vr->d->next_ctx_id << 16;
+		k |= URD_MW_KEY_BIT;
+	} while (k == UINT32_MAX || mw_by_index(vr, k));
+	return k;
+}
+
+void mw_link(struct urd_vrnic *vr, struct vr_mw *mw)
+{
+	uint32_t b = mw_bucket(mw->rkey);
+
+	mw->next = vr->mws[b];
+	vr->mws[b] = mw;
+	vr->nmw++;
+}
+
+void mw_unlink(struct urd_vrnic *vr, struct vr_mw *mw)
+{
+	for (struct vr_mw **pp = &vr->mws[mw_bucket(mw->rkey)]; *pp; pp = &(*pp)->next)
+		if (*pp == mw) {
+			*pp = mw->next;
+			vr->nmw--;
+			return;
+		}
+}
+
+/* The window grants nothing any more: type 2 is free again, type 1 stays
+ * valid with nothing behind it (rxe_do_invalidate_mw, rxe_mw_cleanup). */
+void mw_unbind(struct vr_mw *mw)
+{
+	if (mw->mr)
+		mw->mr->nmw--;
+	mw->mr = NULL;
+	mw->qp = NULL;
+	mw->bound = false;
+	mw->addr = mw->length = 0;
+	mw->access = 0;
+}
+
+void mw_unbind_qp(struct urd_vrnic *vr, struct vr_qp *qp)
+{
+	if (!vr->nmw)
+		return;
+	for (uint32_t b = 0; b < URD_KEY_BUCKETS; b++)
+		for (struct vr_mw *w = vr->mws[b]; w; w = w->next)
+			if (w->qp == qp)
+				mw_unbind(w);
 }
 
 struct vr_qp *qpn_lookup(struct urd_daemon *d, uint32_t qpn)

@@ -60,7 +60,7 @@ void ctx_destroy(struct vr_ctx *ctx)
 	struct urd_vrnic *vr = ctx->vr;
 	struct urd_daemon *d = vr->d;
 
-	for (uint32_t pass = OBJ_QP; pass >= OBJ_PD; pass--) {
+	for (uint32_t pass = OBJ_MW; pass >= OBJ_PD; pass--) {
 		for (uint32_t i = 1; i < ctx->nhandles; i++) {
 			struct vr_obj *o = ctx->handles[i];
 
@@ -89,6 +89,7 @@ void ctx_destroy(struct vr_ctx *ctx)
 			case OBJ_CQ:  cq_free((struct vr_cq *)o); break;
 			case OBJ_MR:  mr_free((struct vr_mr *)o, mem_reap_later(vr)); break;
 			case OBJ_PD:  pd_free((struct vr_pd *)o); break;
+			case OBJ_MW:  mw_free((struct vr_mw *)o); break;
 			default: break;
 			}
 		}

@@ -49,6 +49,8 @@ static const struct {
 	[URD_OP_REREG_MR]    = { op_rereg_mr,    sizeof(struct urd_rereg_mr_req),    true },
 	[URD_OP_ATTACH_MCAST] = { op_attach_mcast, sizeof(struct urd_mcast_req),     true },
 	[URD_OP_DETACH_MCAST] = { op_detach_mcast, sizeof(struct urd_mcast_req),     true },
+	[URD_OP_ALLOC_MW]    = { op_alloc_mw,    sizeof(struct urd_alloc_mw_req),    true },
+	[URD_OP_DEALLOC_MW]  = { op_dealloc_mw,  sizeof(struct urd_handle_req),      true },
 };
 
 int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,
@@ -88,7 +90,7 @@ void ctrl_undo(struct urd_vrnic *vr, uint32_t slot, uint16_t op, const void *res
 	static const uint16_t destroy[URD_OP_MAX] = {
 		[URD_OP_ALLOC_PD] = URD_OP_DEALLOC_PD, [URD_OP_REG_MR] = URD_OP_DEREG_MR,
 		[URD_OP_CREATE_CQ] = URD_OP_DESTROY_CQ, [URD_OP_CREATE_SRQ] = URD_OP_DESTROY_SRQ,
-		[URD_OP_CREATE_QP] = URD_OP_DESTROY_QP,
+		[URD_OP_CREATE_QP] = URD_OP_DESTROY_QP, [URD_OP_ALLOC_MW] = URD_OP_DEALLOC_MW,
 	};
 	struct handler_args a = { vr, vr->ctx[slot], slot, NULL };
 	uint32_t rl = 0;

@@ -697,6 +697,8 @@ int op_rereg_mr(struct handler_args *a, const void *req, uint32_t len URD_UNUSED
 		pd = obj_get(a->ctx, r->pd, OBJ_PD);
 		if (!pd)
 			return -EINVAL;
+		if (mr->nmw && pd != mr->pd)
+			return -EBUSY;  /* its windows are in the old PD */
 	}
 	if (r->flags & IBV_REREG_MR_CHANGE_ACCESS) {
 		if (r->access & ~(uint32_t)URD_ACCESS_ALL)
@@ -728,7 +730,67 @@ int op_dereg_mr(struct handler_args *a, const void *req, uint32_t len URD_UNUSED
 
 	if (!mr)
 		return -EINVAL;
+	if (mr->nmw)
+		return -EINVAL;         /* windows are bound to it: rxe_dereg_mr's errno */
 	mr_free(mr, false);
+	return 0;
+}
+
+/* ---- memory windows (the binding itself is the engine's: engine/mw.c) ---- */
+
+int op_alloc_mw(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp, uint32_t *resp_len)
+{
+	const struct urd_alloc_mw_req *r = req;
+	struct urd_handle_resp *o = resp;
+	struct vr_pd *pd = obj_get(a->ctx, r->pd, OBJ_PD);
+	struct vr_mw *mw;
+	uint32_t key;
+	int ret;
+
+	*resp_len = sizeof(*o);
+	if (!pd || (r->type != IBV_MW_TYPE_1 && r->type != IBV_MW_TYPE_2))
+		return -EINVAL;
+	key = mw_key_new(a->vr);
+	if (!key)
+		return -ENOMEM;         /* URD_MAX_MW windows */
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return -ENOMEM;
+	ret = handle_new(a->ctx, &mw->obj, OBJ_MW);
+	if (ret) {
+		free(mw);
+		return ret;
+	}
+	mw->pd = pd;
+	mw->type = r->type;
+	mw->rkey = key;
+	pd->obj.refs++;
+	mw_link(a->vr, mw);
+	o->handle = mw->obj.handle;
+	o->reserved = mw->rkey;
+	return 0;
+}
+
+void mw_free(struct vr_mw *mw)
+{
+	struct urd_vrnic *vr = mw->obj.ctx->vr;
+
+	mw_unbind(mw);
+	mw_unlink(vr, mw);
+	mw->pd->obj.refs--;
+	handle_free(&mw->obj);
+	free(mw);
+}
+
+int op_dealloc_mw(struct handler_args *a, const void *req, uint32_t len URD_UNUSED, void *resp URD_UNUSED,
+		  uint32_t *resp_len URD_UNUSED)
+{
+	const struct urd_handle_req *r = req;
+	struct vr_mw *mw = obj_get(a->ctx, r->handle, OBJ_MW);
+
+	if (!mw)
+		return -EINVAL;
+	mw_free(mw);
 	return 0;
 }
 

@@ -363,6 +363,7 @@ void qp_free(struct vr_qp *qp)
 	struct urd_vrnic *vr = qp->vr;
 
 	mcast_detach_all(vr->d, qp, mcast_gone);
+	mw_unbind_qp(vr, qp);           /* its type 2 windows are free again */
 	engine_forget(qp);
 	qpn_unlink(vr->d, qp);
 	vr->qp_slots[qp->db_index] = NULL;

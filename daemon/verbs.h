@@ -31,8 +31,9 @@ handler_fn op_open_ctx, op_close_ctx;
 handler_fn op_alloc_pd, op_dealloc_pd;
 void pd_free(struct vr_pd *pd);
 /* mr.c */
-handler_fn op_mem_alloc, op_mem_free, op_reg_mr, op_dereg_mr, op_rereg_mr;
+handler_fn op_mem_alloc, op_mem_free, op_reg_mr, op_dereg_mr, op_rereg_mr, op_alloc_mw, op_dealloc_mw;
 void mr_free(struct vr_mr *mr, bool defer);
+void mw_free(struct vr_mw *mw);
 /* Reaping waits for the control thread while there is one and the vRNIC
  * stays; otherwise (teardown, in-process harnesses) it is done at once. */
 bool mem_reap_later(const struct urd_vrnic *vr);

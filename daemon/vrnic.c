@@ -245,7 +245,8 @@ static void init_header(struct urd_vrnic *vr, uint64_t file_size)
 	dev->max_qp = URD_MAX_QP_SLOTS;
 	dev->max_qp_wr = URD_MAX_WR;
 	dev->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT |
-				IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_N_NOTIFY_CQ;
+				IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_N_NOTIFY_CQ |
+				IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	dev->max_sge = URD_MAX_SGE;
 	dev->max_sge_rd = URD_MAX_SGE;
 	dev->max_cq = 16384;

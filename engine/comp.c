@@ -130,6 +130,9 @@ void complete_recv_info(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st,
 		if (ri->has_imm) {
 			c.imm_data = ri->imm_be;
 			c.wc_flags |= IBV_WC_WITH_IMM;
+		} else if (ri->has_inv) {
+			c.imm_data = ri->inv_rkey;      /* ibv_wc.invalidated_rkey, host order */
+			c.wc_flags |= IBV_WC_WITH_INV;
 		}
 		if (qp->type == IBV_QPT_UD) {
 			c.wc_flags |= IBV_WC_GRH;
@@ -154,6 +157,7 @@ void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint
 		.src_qpn = pkt->src->qpn, .sl = w->sl, .imm_be = w->imm_data,
 		.has_imm = (pkt->op->flags & URD_OPF_IMM) != 0,
 		.solicited = (w->flags & URD_WQE_SOLICITED) != 0,
+		.has_inv = (pkt->op->flags & URD_OPF_INV) != 0, .inv_rkey = w->invalidate_rkey,
 	};
 
 	complete_recv_info(qp, wr_id, st, opcode, byte_len, &ri);

@@ -96,6 +96,12 @@ int mr_check_local(struct urd_vrnic *vr, struct vr_pd *pd, const struct urd_sge 
 int mr_check_remote(struct urd_vrnic *vr, struct vr_qp *qp, uint32_t rkey, uint64_t addr,
 		    uint64_t len, uint32_t need_access, struct vsge *out);
 uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig);
+/* mw.c: memory windows (0 or -errno; local_op_execute: 0 or a WC status) */
+int mw_check_remote(struct urd_vrnic *vr, struct vr_qp *qp, uint32_t rkey, uint64_t addr, uint64_t len,
+		    uint32_t need_access, struct vsge *out);
+int mw_bind(struct vr_qp *qp, const struct urd_send_wqe *w);
+int mw_invalidate(struct vr_qp *qp, uint32_t rkey);
+int local_op_execute(struct vr_qp *qp, const struct urd_send_wqe *w);
 /* Copies bytes [off, off + len) of a gather list out to dst, or flat src in
  * at off of a scatter list; counted in eng->copied_bytes. */
 void vsge_read(struct engine *eng, uint8_t *dst, const struct vsge *g, uint32_t ng, uint64_t off, uint32_t len);
@@ -113,6 +119,8 @@ struct recv_info {
 	bool has_imm, solicited;
 	uint8_t sl;
 	const uint8_t *grh;             /* UD: the 40 bytes to put first, or NULL */
+	bool has_inv;                   /* SEND_WITH_INV: inv_rkey was invalidated */
+	uint32_t inv_rkey;
 };
 
 /* route.c */

@@ -32,12 +32,15 @@ int mr_check_local(struct urd_vrnic *vr, struct vr_pd *pd, const struct urd_sge 
 
 /* A remote access (rkey) at the responder: the MR must belong to the target
  * QP's PD, and both the MR and the QP must grant the access (IB spec 9.7.4.1.5
- * and 10.6.3.2). */
+ * and 10.6.3.2).  A memory window's R_Key goes to mw.c. */
 int mr_check_remote(struct urd_vrnic *vr, struct vr_qp *qp, uint32_t rkey, uint64_t addr,
 		    uint64_t len, uint32_t need_access, struct vsge *out)
 {
-	struct vr_mr *mr = mr_by_rkey(vr, rkey);
+	struct vr_mr *mr;
 
+	if (rkey & URD_MW_KEY_BIT)
+		return mw_check_remote(vr, qp, rkey, addr, len, need_access, out);
+	mr = mr_by_rkey(vr, rkey);
 	if (!mr || mr->pd != qp->pd || (mr->access & need_access) != need_access ||
 	    (qp->attr.qp_access_flags & need_access) != need_access || !in_bounds(mr, addr, len))
 		return -EACCES;

@@ -55,6 +55,7 @@ static uint64_t transport_delay_ns(uint32_t timeout)
  * spec sections are cited in the handlers. */
 enum req_state {
 	REQST_CHECK_OPCODE,     /* a known opcode, allowed on this QP type */
+	REQST_LOCAL,            /* a local operation (BIND_MW, LOCAL_INV): done here */
 	REQST_GATHER,           /* the local SGEs or inline data: keys, bounds, access */
 	REQST_CHECK_LENGTH,     /* the message's length rules */
 	REQST_ADMIT,            /* the vRNIC's rate limiter lets it go now */
@@ -79,6 +80,7 @@ enum req_state {
 
 static const char *const req_state_name[] = {
 	[REQST_CHECK_OPCODE] = "check opcode",
+	[REQST_LOCAL] = "local operation",
 	[REQST_GATHER] = "gather",
 	[REQST_CHECK_LENGTH] = "check length",
 	[REQST_ADMIT] = "admit",
@@ -152,7 +154,25 @@ static inline enum req_state req_check_opcode(struct req_wqe *c)
 	c->op = urd_opcode(c->w->opcode, c->qp->type);
 	if (!c->op)
 		return req_fail(c, IBV_WC_LOC_QP_OP_ERR);
+	if (__builtin_expect((c->op->flags & URD_OPF_LOCAL) != 0, 0))
+		return REQST_LOCAL;
 	return REQST_GATHER;
+}
+
+/* A memory window operation (mw.c) needs no packet.  Every WQE before it
+ * has completed already (this requester runs one at a time), so LOCAL_INV's
+ * fence (IB spec 10.8.3.3) holds by construction. */
+static __attribute__((noinline)) enum req_state req_local(struct req_wqe *c)
+{
+	int st = local_op_execute(c->qp, c->w);
+
+	if (st)
+		return req_fail(c, (enum ibv_wc_status)st);
+	c->qp->eng.retry_armed = false;
+	count_tx(c->qp, c->w->opcode, 0);
+	sq_advance(&c->qp->sq);
+	complete_send(c->qp, c->w, IBV_WC_SUCCESS);
+	return REQST_DONE;
 }
 
 /* The local side (IB spec 10.7.2): inline data from the WQE itself, or each
@@ -497,6 +517,7 @@ static enum req_state execute(struct vr_qp *qp, const struct urd_send_wqe *w, ui
 
 #define STEP(state, handler) do { if (s == (state)) { from = s; s = handler(&c); } } while (0)
 	STEP(REQST_CHECK_OPCODE, req_check_opcode);
+	STEP(REQST_LOCAL, req_local);
 	STEP(REQST_GATHER, req_gather);
 	STEP(REQST_CHECK_LENGTH, req_check_length);
 	STEP(REQST_ADMIT, req_admit);

@@ -161,6 +161,21 @@ static enum resp_result recv_malformed(struct vr_qp *qp, uint64_t wr_id, struct 
 	return class_c_error(qp, RESP_NAK_OP);
 }
 
+/* A SEND's receive WQE completes: a SEND_WITH_INV first invalidates the
+ * R_Key its IETH names (a type 2 window bound to this QP, mw.c); when it
+ * cannot, the WQE completes in error and the requester gets an invalid
+ * request NAK (class C; rxe only moves its QP to the error state). */
+static enum resp_result recv_done(struct vr_qp *qp, uint64_t wr_id, uint32_t byte_len, struct packet *pkt)
+{
+	if (__builtin_expect((pkt->op->flags & URD_OPF_INV) != 0, 0) &&
+	    mw_invalidate(qp, pkt->wqe->invalidate_rkey)) {
+		complete_recv(qp, wr_id, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, pkt);
+		return class_c_error(qp, RESP_NAK_INV_REQ);
+	}
+	complete_recv(qp, wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, byte_len, pkt);
+	return RESP_ACK;
+}
+
 /* One piece of an RC or UC SEND moving in pieces.  The first piece consumes a
  * receive WQE (or reuses the one a restarted message already consumed) and
  * keeps its scatter list in the QP's xfer; the last writes the CQE.  MRs are
@@ -218,7 +233,7 @@ static enum resp_result recv_piece(struct vr_qp *qp, struct packet *pkt)
 	sg_copy(&qp->vr->d->eng, sg + i, (uint32_t)n - i, pkt->local, pkt->nlocal, pkt->len);
 	if (pkt->off + pkt->len == pkt->total) {
 		x->rx = false;
-		complete_recv(qp, x->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, pkt->total, pkt);
+		return recv_done(qp, x->rx_wr_id, pkt->total, pkt);
 	}
 	return RESP_ACK;
 }
@@ -286,8 +301,7 @@ static enum resp_result do_recv(struct vr_qp *qp, struct packet *pkt, const stru
 		sg_copy(&qp->vr->d->eng, sg, (uint32_t)n, pkt->local, pkt->nlocal, pkt->len);
 	}
 	recv_commit(qp);
-	complete_recv(qp, rw->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, byte_len, pkt);
-	return RESP_ACK;
+	return recv_done(qp, rw->wr_id, byte_len, pkt);
 }
 
 /* The target of one piece of an RDMA WRITE or READ.  The first piece checks

@@ -238,6 +238,8 @@ static uint8_t req_opcode(const struct urd_opcode_info *op, uint32_t wr_opcode, 
 		return ROCE_RC_READ_REQUEST;
 	if (op->flags & URD_OPF_ATOMIC)
 		return wr_opcode == URD_WR_ATOMIC_CMP_AND_SWP ? ROCE_RC_CMP_SWAP : ROCE_RC_FETCH_ADD;
+	if ((op->flags & URD_OPF_INV) && last)          /* RC only (opcode.c) */
+		return first ? ROCE_RC_SEND_ONLY_INV : ROCE_RC_SEND_LAST_INV;
 	if (first && last)
 		return (uint8_t)(base + 4 + imm);
 	if (first)
@@ -328,6 +330,7 @@ static void send_packet(struct vr_qp *qp, struct wire_qp *q, struct wire_wqe *e,
 		}
 		if (last) {
 			p.h.imm_be = wq->imm_data;
+			p.h.ieth_rkey = wq->invalidate_rkey;
 			p.h.se = (wq->flags & URD_WQE_SOLICITED) != 0;
 		}
 	}
@@ -434,6 +437,26 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 			wqe_copy(e->wqe, urd_queue_slot(&sq->q, q->next_idx), slot_bytes);
 			op = urd_opcode(wqe_of(e)->opcode, qp->type);
 			e->failed = false;
+			if (op && (op->flags & URD_OPF_LOCAL)) {
+				/* a memory window operation (mw.c): once everything
+				 * before it completed, so that its CQE comes in
+				 * order and LOCAL_INV's fence holds; no PSN */
+				if (q->next_idx != sq->q.own)
+					break;
+				e->len = 0;
+				e->npkts = 0;
+				e->first_psn = q->psn;
+				e->last_psn = (q->psn - 1) & 0xffffff;
+				q->next_idx++;
+				budget--;
+				st = local_op_execute(qp, wqe_of(e));
+				if (st) {
+					fail_head(qp, q, (enum ibv_wc_status)st);
+					return false;
+				}
+				complete_head(qp, q, IBV_WC_SUCCESS);
+				continue;
+			}
 			if (!op) {
 				st = IBV_WC_LOC_QP_OP_ERR;
 			} else {
@@ -1010,11 +1033,19 @@ static bool do_send(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uin
 		struct recv_info ri = {
 			.src_qpn = qp->attr.dest_qp_num, .imm_be = rx->h.imm_be,
 			.has_imm = (fl & ROCE_F_IMM) != 0, .solicited = rx->h.se,
+			.has_inv = (fl & ROCE_F_IETH) != 0, .inv_rkey = rx->h.ieth_rkey,
 		};
 
 		q->rx_wqe = false;
+		if ((fl & ROCE_F_IETH) && mw_invalidate(qp, rx->h.ieth_rkey)) {
+			/* as resp.c's recv_done: the WQE in error, class C */
+			complete_recv_info(qp, q->rx_wr_id, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, &ri);
+			class_c(qp, q, rx, NAK_INV);
+			return false;
+		}
 		complete_recv_info(qp, q->rx_wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)q->rx_off, &ri);
-		count_rx(qp, (fl & ROCE_F_IMM) ? URD_WR_SEND_WITH_IMM : URD_WR_SEND, q->rx_off);
+		count_rx(qp, (fl & ROCE_F_IMM) ? URD_WR_SEND_WITH_IMM : (fl & ROCE_F_IETH) ? URD_WR_SEND_WITH_INV : URD_WR_SEND,
+			 q->rx_off);
 	}
 	return true;
 }

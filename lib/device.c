@@ -231,23 +231,6 @@ static void *compat_unsupported(void)
 	return NULL;
 }
 
-static struct ibv_mw *alloc_mw_unsupported(struct ibv_pd *pd URD_UNUSED, enum ibv_mw_type type URD_UNUSED)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-static int bind_mw_unsupported(struct ibv_qp *qp URD_UNUSED, struct ibv_mw *mw URD_UNUSED,
-			struct ibv_mw_bind *bind URD_UNUSED)
-{
-	return EOPNOTSUPP;
-}
-
-static int dealloc_mw_unsupported(struct ibv_mw *mw URD_UNUSED)
-{
-	return EOPNOTSUPP;
-}
-
 static int close_xrcd_unsupported(struct ibv_xrcd *xrcd URD_UNUSED)
 {
 	return EOPNOTSUPP;
@@ -267,9 +250,9 @@ const struct ibv_context_ops urd_ctx_ops = {
 	._compat_reg_mr = compat_unsupported,
 	._compat_rereg_mr = compat_unsupported,
 	._compat_dereg_mr = compat_unsupported,
-	.alloc_mw = alloc_mw_unsupported,
-	.bind_mw = bind_mw_unsupported,
-	.dealloc_mw = dealloc_mw_unsupported,
+	.alloc_mw = urd_alloc_mw,
+	.bind_mw = urd_bind_mw,
+	.dealloc_mw = urd_dealloc_mw,
 	._compat_create_cq = compat_unsupported,
 	.poll_cq = urd_poll_cq,
 	.req_notify_cq = urd_req_notify_cq,
@@ -598,6 +581,7 @@ int ibv_query_device(struct ibv_context *context,
 	attr->max_srq_wr = clamp_int(d.max_srq_wr);
 	attr->max_srq_sge = clamp_int(d.max_srq_sge);
 	attr->max_ah = clamp_int(d.max_ah);
+	attr->max_mw = URD_MAX_MW;
 	attr->max_mcast_grp = URD_MAX_MCAST_ATTACH;
 	attr->max_mcast_qp_attach = URD_MAX_MCAST_QP;
 	attr->max_total_mcast_qp_attach = URD_MAX_MCAST_ATTACH;

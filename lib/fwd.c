@@ -74,7 +74,7 @@ static int put_send(struct urd_qp *qp, const struct ibv_send_wr *wr, uint8_t *bu
 			return EINVAL;
 		body = (uint32_t)total;
 	} else {
-		body = (uint32_t)wr->num_sge * (uint32_t)sizeof(struct urd_sge);
+		body = (uint32_t)urd_wr_nsge(wr) * (uint32_t)sizeof(struct urd_sge);
 	}
 	if (*off + sizeof(w) + body > FWD_BUF)
 		return -ENOSPC;
@@ -83,7 +83,7 @@ static int put_send(struct urd_qp *qp, const struct ibv_send_wr *wr, uint8_t *bu
 		urd_gather_inline(buf + *off + sizeof(w), wr);
 		w.flags |= URD_WQE_INLINE;
 		w.inline_len = body;
-	} else if (wr->num_sge) {
+	} else if (urd_wr_nsge(wr)) {
 		memcpy(buf + *off + sizeof(w), wr->sg_list, body);
 		w.num_sge = (uint16_t)wr->num_sge;
 	}

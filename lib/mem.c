@@ -329,9 +329,10 @@ static void run_put(struct urd_memdev *md, struct urd_run *r, bool free_window)
 		      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |   \
 		      IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |          \
 		      IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
-/* What the daemon enforces. */
+/* What the daemon enforces (MW_BIND: memory windows may be bound to it). */
 #define PERM_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |    \
-		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |    \
+		     IBV_ACCESS_MW_BIND)
 
 static int check_access(unsigned int access)
 {

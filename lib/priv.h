@@ -417,6 +417,16 @@ int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
  * data paths).  A zero-length SGE is skipped unread: its addr may be 0 (UCX
  * posts such SGEs). */
 void urd_gather_inline(uint8_t *dst, const struct ibv_send_wr *wr);
+/* The SGEs a WR carries: none for the memory window operations, whose
+ * sg_list and num_sge mean nothing (ibv_post_send(3)). */
+static inline int urd_wr_nsge(const struct ibv_send_wr *wr)
+{
+	return wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV ? 0 : wr->num_sge;
+}
+/* pd.c: memory windows (the ops table's alloc_mw, dealloc_mw, bind_mw) */
+struct ibv_mw *urd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int urd_dealloc_mw(struct ibv_mw *mw);
+int urd_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 
 /* vm.c: the library in a QEMU guest (ivshmem BAR, CAS slots, pinned MRs) */
 int urd_vm_find_bars(char ***paths);    /* malloc'd resource2 paths; count */

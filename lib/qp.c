@@ -30,16 +30,20 @@ static_assert((int)IBV_WR_RDMA_WRITE == URD_WR_RDMA_WRITE &&
 	      (int)IBV_WR_SEND_WITH_IMM == URD_WR_SEND_WITH_IMM &&
 	      (int)IBV_WR_RDMA_READ == URD_WR_RDMA_READ &&
 	      (int)IBV_WR_ATOMIC_CMP_AND_SWP == URD_WR_ATOMIC_CMP_AND_SWP &&
-	      (int)IBV_WR_ATOMIC_FETCH_AND_ADD == URD_WR_ATOMIC_FETCH_AND_ADD,
+	      (int)IBV_WR_ATOMIC_FETCH_AND_ADD == URD_WR_ATOMIC_FETCH_AND_ADD &&
+	      (int)IBV_WR_LOCAL_INV == URD_WR_LOCAL_INV && (int)IBV_WR_BIND_MW == URD_WR_BIND_MW &&
+	      (int)IBV_WR_SEND_WITH_INV == URD_WR_SEND_WITH_INV,
 	      "WR opcodes are passed through");
-/* IBV_QP_EX_WITH_<op> == 1 << <op> for the seven opcodes we implement. */
+/* IBV_QP_EX_WITH_<op> == 1 << <op> for the ten opcodes we implement. */
 static_assert(IBV_QP_EX_WITH_RDMA_WRITE == 1 << IBV_WR_RDMA_WRITE &&
 	      IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM == 1 << IBV_WR_RDMA_WRITE_WITH_IMM &&
 	      IBV_QP_EX_WITH_SEND == 1 << IBV_WR_SEND &&
 	      IBV_QP_EX_WITH_SEND_WITH_IMM == 1 << IBV_WR_SEND_WITH_IMM &&
 	      IBV_QP_EX_WITH_RDMA_READ == 1 << IBV_WR_RDMA_READ &&
 	      IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP == 1 << IBV_WR_ATOMIC_CMP_AND_SWP &&
-	      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD == 1 << IBV_WR_ATOMIC_FETCH_AND_ADD,
+	      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD == 1 << IBV_WR_ATOMIC_FETCH_AND_ADD &&
+	      IBV_QP_EX_WITH_LOCAL_INV == 1 << IBV_WR_LOCAL_INV && IBV_QP_EX_WITH_BIND_MW == 1 << IBV_WR_BIND_MW &&
+	      IBV_QP_EX_WITH_SEND_WITH_INV == 1 << IBV_WR_SEND_WITH_INV,
 	      "send_ops_flags bit per opcode");
 
 int urd_wq_map(struct urd_context *ctx, struct urd_wq *wq, uint64_t off,
@@ -134,7 +138,7 @@ int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
 		return EINVAL;
 	}
 	*inl = (wr->send_flags & IBV_SEND_INLINE) && (info->flags & URD_OPF_INLINE);
-	if (wr->num_sge < 0 || (!*inl && (uint32_t)wr->num_sge > qp->sq.max_sge)) {
+	if (urd_wr_nsge(wr) < 0 || (!*inl && (uint32_t)urd_wr_nsge(wr) > qp->sq.max_sge)) {
 		*why = "too many SGEs";
 		return EINVAL;
 	}
@@ -144,6 +148,23 @@ int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
 	w->flags = wqe_flags(qp, wr->send_flags);
 	if (info->flags & URD_OPF_IMM)
 		w->imm_data = wr->imm_data;
+	if (op == URD_WR_LOCAL_INV || (info->flags & URD_OPF_INV))
+		w->invalidate_rkey = wr->invalidate_rkey;
+	if (op == URD_WR_BIND_MW) {
+		const struct ibv_mw *mw = wr->bind_mw.mw;
+		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+		if (!mw || mw->context != ibqp->context || (b->mr && b->mr->context != ibqp->context)) {
+			*why = "bad memory window or MR";
+			return EINVAL;
+		}
+		w->rkey = wr->bind_mw.rkey;
+		w->bind_mw_rkey = mw->rkey;
+		w->bind_mr_lkey = b->mr ? b->mr->lkey : 0;
+		w->remote_addr = b->addr;
+		w->compare_add = b->length;
+		w->bind_access = b->mw_access_flags;
+	}
 	if (info->flags & (URD_OPF_WRITE | URD_OPF_READ)) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
@@ -193,7 +214,7 @@ static int build_send(struct urd_qp *qp, const struct ibv_send_wr *wr)
 		urd_gather_inline(dst, wr);
 		w.flags |= URD_WQE_INLINE;
 		w.inline_len = (uint32_t)total;
-	} else if (wr->num_sge) {
+	} else if (urd_wr_nsge(wr)) {
 		memcpy(slot + URD_SEND_WQE_HDR, wr->sg_list,
 		       (size_t)wr->num_sge * sizeof(struct urd_sge));
 		w.num_sge = (uint16_t)wr->num_sge;
@@ -519,23 +540,45 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 	fill_ud(w, to_uah(ah), remote_qpn, remote_qkey);
 }
 
+/* The memory window operations (engine/mw.c executes them in order). */
+static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	struct urd_send_wqe *w;
+
+	if (!mw || !info || mw->context != qpx->qp_base.context ||
+	    (info->mr && info->mr->context != qpx->qp_base.context)) {
+		wr_fail(qpx_to_uqp(qpx), EINVAL);
+		return;
+	}
+	w = wr_new(qpx, URD_WR_BIND_MW);
+	if (!w)
+		return;
+	w->rkey = rkey;
+	w->bind_mw_rkey = mw->rkey;
+	w->bind_mr_lkey = info->mr ? info->mr->lkey : 0;
+	w->remote_addr = info->addr;
+	w->compare_add = info->length;
+	w->bind_access = info->mw_access_flags;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+	struct urd_send_wqe *w = wr_new(qpx, URD_WR_LOCAL_INV);
+
+	if (w)
+		w->invalidate_rkey = rkey;
+}
+
+static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+	struct urd_send_wqe *w = wr_new(qpx, URD_WR_SEND_WITH_INV);
+
+	if (w)
+		w->invalidate_rkey = rkey;
+}
+
 /* Work requests a vRNIC does not offer: the batch fails at wr_complete. */
-static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw URD_UNUSED, uint32_t rkey URD_UNUSED,
-		       const struct ibv_mw_bind_info *info URD_UNUSED)
-{
-	wr_fail(qpx_to_uqp(qpx), EOPNOTSUPP);
-}
-
-static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey URD_UNUSED)
-{
-	wr_fail(qpx_to_uqp(qpx), EOPNOTSUPP);
-}
-
-static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey URD_UNUSED)
-{
-	wr_fail(qpx_to_uqp(qpx), EOPNOTSUPP);
-}
-
 static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr URD_UNUSED, uint16_t hdr_sz URD_UNUSED,
 			uint16_t mss URD_UNUSED)
 {

@@ -24,7 +24,7 @@ case $build in /*) ;; *) build=$top/$build ;; esac
 # The services of core/ the engine may call.  Adding one is a design
 # decision: say in core/objects.h why the RNIC needs it.
 ENGINE_MAY_CALL="
-	mr_by_lkey mr_by_rkey qpn_lookup mcast_next
+	mr_by_lkey mr_by_rkey qpn_lookup mcast_next mw_by_rkey mw_unbind
 	ctx_post_async ctx_notify
 "
 

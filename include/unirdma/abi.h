@@ -272,7 +272,10 @@ enum urd_wr_opcode {            /* values of ibv_wr_opcode, kept explicit */
 	URD_WR_RDMA_READ           = 4,
 	URD_WR_ATOMIC_CMP_AND_SWP  = 5,
 	URD_WR_ATOMIC_FETCH_AND_ADD = 6,
-	URD_WR_NUM_OPCODES         = 7,
+	URD_WR_LOCAL_INV           = 7,    /* invalidate_rkey: a type 2 memory window */
+	URD_WR_BIND_MW             = 8,    /* the bind_* fields */
+	URD_WR_SEND_WITH_INV       = 9,    /* SEND + invalidate_rkey at the responder */
+	URD_WR_NUM_OPCODES         = 10,
 };
 
 enum urd_wqe_flags {
@@ -306,7 +309,17 @@ struct urd_send_wqe {
 	uint8_t  traffic_class;
 	uint8_t  sgid_index;
 	uint8_t  port_num;
-	uint8_t  reserved[40];
+	/* LOCAL_INV, SEND_WITH_INV: the R_Key to invalidate (host order) */
+	uint32_t invalidate_rkey;
+	/* BIND_MW (IB spec 10.6.7.2): the window as the poster names it (its
+	 * current R_Key), the MR it goes on (0: unbind a type 1 window), the
+	 * window's IBV_ACCESS_* flags; rkey is the window's new R_Key (only
+	 * its low 8 bits may differ), remote_addr and compare_add its start
+	 * and length. */
+	uint32_t bind_mw_rkey;
+	uint32_t bind_mr_lkey;
+	uint32_t bind_access;
+	uint8_t  reserved[24];
 };
 static_assert(sizeof(struct urd_send_wqe) == URD_SEND_WQE_HDR, "send wqe header");
 
@@ -428,7 +441,8 @@ enum urd_op {
 	URD_OP_QUERY_QP   = 17,
 	URD_OP_DESTROY_QP = 18,
 	URD_OP_REREG_MR   = 19,
-	/* 20, 21 reserved (memory windows) */
+	URD_OP_ALLOC_MW   = 20,
+	URD_OP_DEALLOC_MW = 21,
 	URD_OP_RESIZE_CQ  = 22,
 	URD_OP_ATTACH_MCAST = 23,
 	URD_OP_DETACH_MCAST = 24,
@@ -561,6 +575,21 @@ static inline bool urd_gid_is_mcast(const uint8_t gid[16])
 		return true;
 	return !memcmp(gid, v4mapped, sizeof(v4mapped)) && (gid[12] & 0xf0) == 0xe0;
 }
+
+/* ALLOC_MW: a memory window of type 1 or 2 (enum ibv_mw_type) in the PD
+ * handle pd; the answer is a urd_handle_resp whose reserved field is the
+ * window's R_Key (its undo deallocates it).  DEALLOC_MW takes a
+ * urd_handle_req; a bound window is unbound first, as rxe does.  Window
+ * R_Keys have URD_MW_KEY_BIT set and MR keys never do: the engine tells
+ * them apart by that bit (rxe: by the index range).  The low 8 bits of a
+ * window's R_Key are the consumer's key, changed by each bind. */
+struct urd_alloc_mw_req {
+	struct urd_msg_hdr hdr;
+	uint32_t pd;
+	uint32_t type;
+};
+#define URD_MW_KEY_BIT 0x80000000u
+#define URD_MAX_MW     4096u            /* windows per vRNIC (max_mw) */
 
 /* REREG_MR: flags are IBV_REREG_MR_CHANGE_*; pd (a PD handle) counts with
  * CHANGE_PD, access with CHANGE_ACCESS.  As rxe: the PD and the access

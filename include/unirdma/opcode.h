@@ -30,6 +30,8 @@ enum urd_opcode_flags {
 	URD_OPF_ATOMIC      = 1u << 4,  /* 8-byte atomic on the remote MR */
 	URD_OPF_INLINE      = 1u << 5,  /* the payload goes out from the requester: may be inline */
 	URD_OPF_LOCAL_WRITE = 1u << 6,  /* the local SGEs are written (read response, atomic result) */
+	URD_OPF_LOCAL       = 1u << 7,  /* a local operation (BIND_MW, LOCAL_INV): no packet, no SGEs */
+	URD_OPF_INV         = 1u << 8,  /* invalidates invalidate_rkey at the responder (SEND_WITH_INV) */
 };
 
 #define URD_QPT_BIT(t) (1u << (t))      /* in qp_types: an enum ibv_qp_type */

@@ -96,7 +96,7 @@ static bool obj_live(const struct vr_ctx *ctx, const struct vr_obj *o, enum urd_
 
 static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *nqp_total, bool tables)
 {
-	uint32_t n[OBJ_QP + 1] = { 0 }, nctx = 0, nslots = 0, nkeys;
+	uint32_t n[OBJ_MW + 1] = { 0 }, nctx = 0, nslots = 0, nkeys;
 	uint64_t arena = 0, mem_bytes = 0, seg_refs = 0, mem_refs = 0;
 	size_t nmems = 0;
 	struct pset mems;
@@ -121,7 +121,7 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 
 	for (uint32_t s = 0; s < URD_MAX_CTX; s++) {
 		struct vr_ctx *ctx = vr->ctx[s];
-		int *refs;
+		int *refs, *mwrefs;
 
 		if (!ctx)
 			continue;
@@ -129,7 +129,8 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 		if (ctx->vr != vr || ctx->slot != s || ctx->nhandles > URD_MAX_HANDLES)
 			fz_fail("vrnic %s: context in slot %u is inconsistent", vr->name, s);
 		refs = calloc(ctx->nhandles ? ctx->nhandles : 1, sizeof(*refs));
-		if (!refs)
+		mwrefs = calloc(ctx->nhandles ? ctx->nhandles : 1, sizeof(*mwrefs));
+		if (!refs || !mwrefs)
 			abort();
 		/* pass 1: the objects themselves, and the references they hold */
 		for (uint32_t i = 1; i < ctx->nhandles; i++) {
@@ -138,7 +139,7 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 			if (!o)
 				continue;
 			if ((o->handle & 0xffff) != i || (o->handle >> 16) != ctx->gens[i] || !ctx->gens[i] ||
-			    o->ctx != ctx || o->type < OBJ_PD || o->type > OBJ_QP || o->refs < 0)
+			    o->ctx != ctx || o->type < OBJ_PD || o->type > OBJ_MW || o->refs < 0)
 				fz_fail("vrnic %s slot %u: handle %u is inconsistent (handle %#x type %d refs %d)",
 					vr->name, s, i, o->handle, o->type, o->refs);
 			n[o->type]++;
@@ -186,6 +187,34 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 			case OBJ_CQ:
 				arena += check_ring(vr, &((struct vr_cq *)o)->ring, "CQ");
 				break;
+			case OBJ_MW: {
+				struct vr_mw *mw = (struct vr_mw *)o;
+
+				if (!obj_live(ctx, &mw->pd->obj, OBJ_PD))
+					fz_fail("MW %#x: its PD is not live", o->handle);
+				refs[mw->pd->obj.handle & 0xffff]++;
+				if (!(mw->rkey & URD_MW_KEY_BIT) || mw_by_rkey(vr, mw->rkey) != mw)
+					fz_fail("MW %#x: not found by its R_Key %#x", o->handle, mw->rkey);
+				if (mw->type != IBV_MW_TYPE_1 && mw->type != IBV_MW_TYPE_2)
+					fz_fail("MW %#x: type %u", o->handle, mw->type);
+				if (mw->mr) {
+					if (!obj_live(ctx, &mw->mr->obj, OBJ_MR) || mw->mr->pd != mw->pd)
+						fz_fail("MW %#x: bound to an MR that is not live or in another PD",
+							o->handle);
+					if (!mw->bound || !mw->length || mw->addr < mw->mr->iova ||
+					    mw->addr - mw->mr->iova + mw->length > mw->mr->length)
+						fz_fail("MW %#x: binding outside its MR", o->handle);
+					mwrefs[mw->mr->obj.handle & 0xffff]++;
+				} else if (mw->bound || mw->length || mw->access) {
+					fz_fail("MW %#x: bound without an MR", o->handle);
+				}
+				if (mw->type == IBV_MW_TYPE_2 ? (mw->bound != (mw->qp != NULL)) : mw->qp != NULL)
+					fz_fail("MW %#x: type %u, bound %d, QP %p", o->handle, mw->type, mw->bound,
+						(void *)mw->qp);
+				if (mw->qp && (!obj_live(ctx, &mw->qp->obj, OBJ_QP) || mw->qp->pd != mw->pd))
+					fz_fail("MW %#x: bound to a QP that is not live or in another PD", o->handle);
+				break;
+			}
 			case OBJ_SRQ: {
 				struct vr_srq *srq = (struct vr_srq *)o;
 
@@ -234,8 +263,12 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 			if (o && o->refs != refs[i])
 				fz_fail("vrnic %s slot %u: object %#x (type %d) has refs %d, %d objects refer to it",
 					vr->name, s, o->handle, o->type, o->refs, refs[i]);
+			if (o && o->type == OBJ_MR && ((struct vr_mr *)o)->nmw != (uint32_t)mwrefs[i])
+				fz_fail("MR %#x: nmw %u, %d windows are bound to it", o->handle,
+					((struct vr_mr *)o)->nmw, mwrefs[i]);
 		}
 		free(refs);
+		free(mwrefs);
 	}
 	if (tables) {   /* whole-table scans: at the end of an input only */
 		for (uint32_t i = 0; i < URD_MAX_QP_SLOTS; i++)
@@ -252,6 +285,13 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 				nkeys++;
 		if (nkeys != vr->nmr)
 			fz_fail("vrnic %s: %u rkeys for %u MRs", vr->name, nkeys, vr->nmr);
+		nkeys = 0;
+		for (uint32_t b = 0; b < URD_KEY_BUCKETS; b++)
+			for (struct vr_mw *w = vr->mws[b]; w; w = w->next)
+				nkeys++;
+		if (nkeys != vr->nmw || n[OBJ_MW] != vr->nmw)
+			fz_fail("vrnic %s: %u windows hashed, %u counted, %u live", vr->name, nkeys, vr->nmw,
+				n[OBJ_MW]);
 	} else {
 		nslots = n[OBJ_QP];
 	}
