@@ -331,6 +331,27 @@ static void write_seeds(const char *dir)
 	msg_handle(&b, 0, 0, URD_OP_DEALLOC_PD, H(1));          /* twice: EINVAL */
 	SEED("pd");
 
+	/* memory windows: both types, a bad type, a bad PD; the PD is busy
+	 * while a window is in it; dealloc twice */
+	{
+		struct urd_alloc_mw_req m = { .pd = H(1), .type = IBV_MW_TYPE_1 };
+
+		msg_empty(&b, 0, 0, URD_OP_ALLOC_PD);                     /* H(1) */
+		msg(&b, 0, 0, URD_OP_ALLOC_MW, &m, sizeof(m));          /* H(2) */
+		m.type = IBV_MW_TYPE_2;
+		msg(&b, 0, 0, URD_OP_ALLOC_MW, &m, sizeof(m));          /* H(3) */
+		m.type = 3;
+		msg(&b, 0, 0, URD_OP_ALLOC_MW, &m, sizeof(m));          /* EINVAL */
+		m.pd = H(7);
+		m.type = IBV_MW_TYPE_2;
+		msg(&b, 0, 0, URD_OP_ALLOC_MW, &m, sizeof(m));          /* EINVAL */
+		msg_handle(&b, 0, 0, URD_OP_DEALLOC_PD, H(1));          /* busy */
+		msg_handle(&b, 0, 0, URD_OP_DEALLOC_MW, H(2));
+		msg_handle(&b, 0, 0, URD_OP_DEALLOC_MW, H(2));          /* twice: EINVAL */
+		msg_handle(&b, 0, 0, URD_OP_DEALLOC_MW, H(1));          /* a PD: EINVAL */
+		SEED("mw");
+	}
+
 	msg_mem(&b, 0, 0, URD_OP_MEM_ALLOC, 0, 8192);
 	msg_mem(&b, 0, 0, URD_OP_MEM_ALLOC, 0, 4096);
 	msg_mem(&b, 0, 0, URD_OP_MEM_FREE, 0, 8192);

@@ -56,6 +56,7 @@
 
 #define ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 		    IBV_ACCESS_REMOTE_ATOMIC)
+#define MR_ACCESS (ALL_ACCESS | IBV_ACCESS_MW_BIND)     /* windows may be bound to the MRs */
 #define QKEY 0x11111111u
 #define CANARY 0xa5
 #define UNREG 0x5a
@@ -90,6 +91,7 @@ static struct {
 	struct qpinfo qp[NQPS], b1, c1, u3;
 	struct mrinfo mr1, mr2, mr3, mr4, mr5, mrb, mrc;
 	uint32_t pd, pd2, scq, rcq, srq, srq_num;
+	uint32_t mw1, mw2;              /* R_Keys of a type 1 and a type 2 window in pd */
 	uint8_t *m0, *m1, *mb, *mb_unreg, *mc;    /* daemon addresses of the memory */
 	uint8_t *mend;                  /* the last page of vr0's memory window */
 	bool vr2_follows;               /* vr2's mapping starts where vr0's ends */
@@ -320,15 +322,15 @@ static void setup(void)
 		struct urd_mr_seg s3 = { 0, 4096 };
 		struct urd_mr_seg s4 = { 12288 + 2100, 1000 };
 
-		S.mr1 = reg_mr(va, S.pd, ALL_ACCESS, 0x10000, 1, &s1);
-		S.mr2 = reg_mr(va, S.pd, ALL_ACCESS, 0x20000, 2, s2);
+		S.mr1 = reg_mr(va, S.pd, MR_ACCESS, 0x10000, 1, &s1);
+		S.mr2 = reg_mr(va, S.pd, MR_ACCESS, 0x20000, 2, s2);
 		S.mr3 = reg_mr(va, S.pd, IBV_ACCESS_REMOTE_READ, 0x30000, 1, &s3);
-		S.mr4 = reg_mr(va, S.pd2, ALL_ACCESS, 0x40000, 1, &s4);
+		S.mr4 = reg_mr(va, S.pd2, MR_ACCESS, 0x40000, 1, &s4);
 		/* MR5: the last 4 bytes of the window, then 4 bytes of M0 */
 		{
 			struct urd_mr_seg s5[2] = { { va->memwin.size - 4, 4 }, { 0, 4 } };
 
-			S.mr5 = reg_mr(va, S.pd, ALL_ACCESS, 0x60000, 2, s5);
+			S.mr5 = reg_mr(va, S.pd, MR_ACCESS, 0x60000, 2, s5);
 		}
 	}
 	for (uint32_t i = 0; i < 16384; i++)
@@ -410,6 +412,18 @@ static void setup(void)
 	connect(vc, &S.c1, S.qp[Q_A1].qpn, 1);   /* t2 claims a1: must not matter */
 	connect(vc, &S.u3, 0, 0);
 	S.a_alive = S.b_alive = S.c_alive = S.m0_kept = true;
+	/* memory windows in vr0's PD (allocated last: the keys drawn before
+	 * stay what older corpus files name) */
+	{
+		struct urd_alloc_mw_req q = { .pd = S.pd, .type = IBV_MW_TYPE_1 };
+		struct urd_handle_resp r;
+
+		must(fz_req(va, 0, URD_OP_ALLOC_MW, &q, sizeof(q), &r), "ALLOC_MW 1");
+		S.mw1 = r.reserved;
+		q.type = IBV_MW_TYPE_2;
+		must(fz_req(va, 0, URD_OP_ALLOC_MW, &q, sizeof(q), &r), "ALLOC_MW 2");
+		S.mw2 = r.reserved;
+	}
 
 	for (int i = 0; i < FZ_NVR; i++) {
 		struct urd_vrnic *vr = fz_vr[i];
@@ -751,6 +765,41 @@ static void put_send(struct fz_buf *b, int ring, uint8_t opcode, uint8_t flags, 
 	put_post(b, ring, buf, URD_SEND_WQE_HDR + nsge * sizeof(*sg));
 }
 
+static void put_bind(struct fz_buf *b, int ring, uint64_t wr_id, uint32_t mw_rkey, uint32_t new_rkey,
+		     uint32_t mr_lkey, uint64_t addr, uint64_t len, uint32_t access)
+{
+	struct urd_send_wqe w;
+
+	memset(&w, 0, sizeof(w));
+	w.wr_id = wr_id;
+	w.opcode = URD_WR_BIND_MW;
+	w.flags = URD_WQE_SIGNALED;
+	w.bind_mw_rkey = mw_rkey;
+	w.rkey = new_rkey;
+	w.bind_mr_lkey = mr_lkey;
+	w.remote_addr = addr;
+	w.compare_add = len;
+	w.bind_access = access;
+	put_post(b, ring, &w, sizeof(w));
+}
+
+static void put_inv(struct fz_buf *b, int ring, uint8_t opcode, uint64_t wr_id, uint32_t rkey,
+		    const struct urd_sge *sg, uint16_t nsge)
+{
+	uint8_t buf[URD_SEND_WQE_HDR + 4 * sizeof(struct urd_sge)];
+	struct urd_send_wqe *w = (struct urd_send_wqe *)buf;
+
+	memset(buf, 0, sizeof(buf));
+	w->wr_id = wr_id;
+	w->opcode = opcode;
+	w->flags = URD_WQE_SIGNALED;
+	w->num_sge = nsge;
+	w->invalidate_rkey = rkey;
+	if (nsge)
+		memcpy(buf + URD_SEND_WQE_HDR, sg, nsge * sizeof(*sg));
+	put_post(b, ring, buf, URD_SEND_WQE_HDR + nsge * sizeof(*sg));
+}
+
 static void put_inline(struct fz_buf *b, int ring, uint8_t opcode, uint32_t inline_len, uint32_t rkey,
 		       uint64_t raddr)
 {
@@ -934,6 +983,37 @@ static void write_seeds(const char *dir)
 	put_run(&b, 1);
 	put_poll(&b);
 	SEED("uc");
+
+	/* memory windows on the a2 <-> a3 pair (one PD): a3 binds the type 2
+	 * window on 2 KiB of MR1, a2 writes and reads through it (in and out
+	 * of range), invalidates it by SEND_WITH_INV, writes again (refused);
+	 * a type 1 bind through a2, a bind to an MR of another PD, LOCAL_INV
+	 * of an MR key and of a window bound elsewhere */
+	{
+		uint32_t k2 = (S.mw2 & ~0xffu) | ((S.mw2 + 1) & 0xffu);
+		uint32_t k1 = (S.mw1 & ~0xffu) | ((S.mw1 + 1) & 0xffu);
+		const uint32_t rw = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+		put_bind(&b, R_A3_SQ, 60, S.mw2, k2, l1, 0x10000 + 1024, 2048, rw);
+		put_run(&b, 1);
+		SG(0, 0x20000 + 100, 300, l2);
+		put_send(&b, R_A2_SQ, URD_WR_RDMA_WRITE, URD_WQE_SIGNALED, 61, sg, 1, k2, 0x10000 + 1100, 0, 0);
+		put_send(&b, R_A2_SQ, URD_WR_RDMA_READ, URD_WQE_SIGNALED, 62, sg, 1, k2, 0x10000 + 1024, 0, 0);
+		put_bind(&b, R_A2_SQ, 63, S.mw1, k1, l2, 0x20000, 500, rw);
+		SG(0, 0x20000 + 600, 64, l2);
+		put_recv(&b, R_SRQ, sg, 1);
+		put_inv(&b, R_A2_SQ, URD_WR_SEND_WITH_INV, 64, k2, sg, 1);
+		put_run(&b, 1);
+		put_send(&b, R_A2_SQ, URD_WR_RDMA_WRITE, URD_WQE_SIGNALED, 65, sg, 1, k2, 0x10000 + 1100, 0, 0);
+		put_run(&b, 1);
+		put_inv(&b, R_A3_SQ, URD_WR_LOCAL_INV, 66, S.mr1.rkey, NULL, 0);
+		put_bind(&b, R_C1_SQ, 67, S.mw2, k2 + 1, S.mr4.lkey, 0x40000, 100, rw);
+		put_bind(&b, R_C2_SQ, 68, S.mw1, k1 + 1, 0, 0, 0, 0);
+		put_inv(&b, R_U1_SQ, URD_WR_LOCAL_INV, 69, k1, NULL, 0);
+		put_run(&b, 1);
+		put_poll(&b);
+		SEED("mw");
+	}
 
 	/* a1 reconnected to c1 (tenant t2): retries, then RETRY_EXC */
 	put_modify(&b, Q_A1, 2 /* RTR */, 4);

@@ -17,6 +17,9 @@
 #   opcodes_vm_container     every opcode both ways, data checked (urd_vmtool)
 #   opcodes_vm_vm            the same between two guests
 #   uc_vm_container          SEND and WRITE over UC QPs both ways, data checked
+#   mw_vm_container          memory windows both ways: type 2 bind, WRITE and READ
+#                            through the window, SEND_WITH_INV, rebind, LOCAL_INV,
+#                            a WRITE through the dead key refused
 #   ram_above_4g      a 4 GiB guest: MRs in RAM above the PCI hole (GPA >= 4 GiB)
 #   big_mr            an MR of 8192 scattered guest frames (segment table in guest RAM)
 #   kill_vm           SIGKILL of QEMU: the peer's QP fails, everything is released
@@ -160,6 +163,13 @@ case_opcodes_vm_container() {
 
 case_uc_vm_container() {
 	vm_serves "$VM_A" "urd_vmtool uc" "$VR_A" "$BUILD/vm/urd_vmtool uc $IPV_A" || return 1
+	check "every check passed in the container" grep -q "PASSED" "$PAIR_CLIENT_OUT"
+	check "every check passed in the guest" grep -q "PASSED" "${VM_DIR[s]}/console"
+	checks_result
+}
+
+case_mw_vm_container() {
+	vm_serves "$VM_A" "urd_vmtool mw" "$VR_A" "$BUILD/vm/urd_vmtool mw $IPV_A" || return 1
 	check "every check passed in the container" grep -q "PASSED" "$PAIR_CLIENT_OUT"
 	check "every check passed in the guest" grep -q "PASSED" "${VM_DIR[s]}/console"
 	checks_result
@@ -314,6 +324,7 @@ add_case ib_atomic_bw perf_vm_client ib_atomic_bw bw atomic_fetch_add tx -n 1000
 add_case opcodes_vm_container case_opcodes_vm_container
 add_case opcodes_vm_vm case_opcodes_vm_vm
 add_case uc_vm_container case_uc_vm_container
+add_case mw_vm_container case_mw_vm_container
 add_case big_mr case_big_mr
 add_case ram_above_4g case_ram_above_4g
 add_case kill_vm guest_goes_away kill

@@ -13,6 +13,17 @@
  *       check passed.
  *   urd_vmtool uc [-p PORT] [-d DEV] [HOST]
  *       The same over a UC QP, without the READ and the atomics.
+ *   urd_vmtool mw [-p PORT] [-d DEV] [HOST]
+ *       Memory windows over the RC QP, each side in turn owning one (the
+ *       server first): the owner binds a type 2 window (IBV_WR_BIND_MW,
+ *       64 KiB of its MR, remote read and write); the peer RDMA WRITEs
+ *       16 KiB and READs 4 KiB through its key, then invalidates it with a
+ *       SEND_WITH_INV, whose RECV must say so (IBV_WC_WITH_INV,
+ *       invalidated_rkey); the owner binds the same window again with the
+ *       next key, the peer WRITEs through it, the owner LOCAL_INVs it.  The
+ *       data and the bytes around the window are checked.  Last, the
+ *       server's WRITE through the client's invalidated key must fail with
+ *       IBV_WC_REM_ACCESS_ERR (both QPs go to the error state).
  *   urd_vmtool hold [-p PORT] [-d DEV] [HOST]
  *       Connects an RC QP like `opcodes`, says "URD-HOLDING", then keeps
  *       posting SENDs (one every 10 ms, each acknowledged by the peer's
@@ -85,6 +96,7 @@
 static int failures;
 static const char *me = "urd_vmtool";
 static bool uc_mode;                    /* mode uc: the connected QP is UC (no READ, no atomics) */
+static bool mw_mode;                    /* mode mw: the MR allows memory windows */
 
 static void say(const char *fmt, ...)
 {
@@ -304,7 +316,8 @@ static void setup(struct side *s, const char *dev)
 	s->buf = s->mem + 100;
 	memset(s->buf, 0, BUF_LEN);
 	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+			   (mw_mode ? IBV_ACCESS_MW_BIND : 0));
 	if (!s->mr)
 		die("reg_mr of %lu bytes: %s", (unsigned long)BUF_LEN, strerror(errno));
 	say("registered %lu bytes at %p: lkey %#x rkey %#x", (unsigned long)BUF_LEN, (void *)s->buf,
@@ -612,6 +625,253 @@ static int run_opcodes(const char *host, int port, const char *dev)
 	} else {
 		responder(&s, fd, seed, pseed);
 		requester(&s, fd, seed, pseed);
+	}
+	{
+		int theirs, mine = failures;
+
+		xfer(fd, &mine, sizeof(mine), true);
+		xfer(fd, &theirs, sizeof(theirs), false);
+		say("%d failed checks here, %d at the peer", mine, theirs);
+		failures += theirs;
+	}
+	close(fd);
+	ibv_destroy_ah(s.ah);
+	ibv_destroy_qp(s.qp);
+	ibv_destroy_qp(s.ud);
+	ibv_dereg_mr(s.mr);
+	ibv_destroy_cq(s.cq);
+	ibv_dealloc_pd(s.pd);
+	ibv_close_device(s.ctx);
+	say("%s", failures ? "FAILED" : "PASSED");
+	return failures ? 1 : 0;
+}
+
+/* ------------------------------------------------------------- mw */
+
+/* Mode mw: a type 2 memory window in the owner's MR, used by its peer. */
+#define WIN_OFF     (OFF_WRITE + 4096)      /* the window: 64 KiB inside the 1 MiB the peer writes */
+#define WIN_LEN     (64 * KIB)
+#define WIN_WOFF    100ul                   /* the peer's 16 KiB WRITE lands here in the window */
+#define WIN_WLEN    (16 * KIB)
+#define WIN_ROFF    (32 * KIB)              /* 4 KiB of pattern the peer READs */
+#define WIN_RLEN    (4 * KIB)
+#define WIN_W2OFF   (WIN_LEN - 4 * KIB)     /* the WRITE through the rebound window: its last 4 KiB */
+#define WIN_W2LEN   (4 * KIB)
+#define WIN_W3OFF   (8 * KIB)               /* the WRITE through the invalidated key (refused) */
+#define INV_LEN     100
+
+struct mw_info {
+	uint32_t rkey, pad;
+	uint64_t addr;
+};
+
+/* BIND_MW of the window on the RC QP with key rkey: [buf + WIN_OFF, + WIN_LEN),
+ * remote read and write. */
+static void mw_bind2(struct side *s, struct ibv_mw *mw, uint32_t rkey, uint64_t id)
+{
+	struct ibv_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info.mr = s->mr;
+	wr.bind_mw.bind_info.addr = (uintptr_t)(s->buf + WIN_OFF);
+	wr.bind_mw.bind_info.length = WIN_LEN;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	post_send(s, &wr);
+	expect_wc(s, id, IBV_WC_BIND_MW, "BIND_MW of a type 2 window", NULL);
+	mw->rkey = rkey;                        /* the consumer keeps the key (ibv_post_send(3)) */
+}
+
+/* The bytes [from, to) of the region around the window are all zero. */
+static bool zero(const uint8_t *p, uint64_t from, uint64_t to, uint64_t *bad)
+{
+	for (uint64_t i = from; i < to; i++)
+		if (p[i]) {
+			*bad = i;
+			return false;
+		}
+	return true;
+}
+
+/* The owner's turn: it binds a window, the peer uses it and invalidates it
+ * with a SEND_WITH_INV; the owner binds it again, the peer writes through
+ * it, the owner invalidates it locally.  last: then the peer's WRITE through
+ * the dead key is refused (both QPs go to the error state). */
+static void mw_owner(struct side *s, int fd, uint32_t seed, uint32_t pseed, bool last)
+{
+	uint8_t *win = s->buf + WIN_OFF, *around = s->buf + OFF_WRITE;
+	const uint64_t alen = WIN_LEN + 8192;   /* the window and 4 KiB either side */
+	struct mw_info info;
+	struct ibv_send_wr wr;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	uint32_t rkey, key0;
+	uint64_t bad = 0;
+	bool ok;
+
+	mw = ibv_alloc_mw(s->pd, IBV_MW_TYPE_2);
+	if (!mw)
+		die("ibv_alloc_mw(IBV_MW_TYPE_2): %s", strerror(errno));
+	check(mw->type == IBV_MW_TYPE_2 && mw->pd == s->pd && mw->rkey, "a type 2 window allocated (rkey %#x)",
+	      mw->rkey);
+	key0 = mw->rkey;
+	memset(around, 0, alen);
+	fill(win + WIN_ROFF, WIN_RLEN, seed + 10);
+	rkey = ibv_inc_rkey(mw->rkey);
+	mw_bind2(s, mw, rkey, 21);
+	check(rkey >> 8 == key0 >> 8 && rkey != key0, "the bind changed the key byte only (%#x -> %#x)", key0, rkey);
+	memset(s->buf + OFF_RECV, 0, RECV_SLOT);
+	post_recv(s, s->qp, 0);
+	info = (struct mw_info){ .rkey = rkey, .addr = (uintptr_t)win };
+	xfer(fd, &info, sizeof(info), true);
+
+	/* the peer WRITEs, READs, then SEND_WITH_INV */
+	expect_wc(s, 1000, IBV_WC_RECV, "RECV of a SEND_WITH_INV", &wc);
+	check((wc.wc_flags & IBV_WC_WITH_INV) && !(wc.wc_flags & IBV_WC_WITH_IMM) && wc.invalidated_rkey == rkey,
+	      "the RECV says the window's key %#x was invalidated (flags %#x, invalidated_rkey %#x)", rkey,
+	      wc.wc_flags, wc.invalidated_rkey);
+	check(wc.byte_len == INV_LEN && same(s->buf + OFF_RECV, INV_LEN, pseed + 12, &bad),
+	      "SEND_WITH_INV: %u bytes, as sent", wc.byte_len);
+	ok = same(win + WIN_WOFF, WIN_WLEN, pseed + 11, &bad);
+	check(ok, "the peer's 16 KiB WRITE through the window landed at window offset %lu", WIN_WOFF);
+	if (!ok)
+		say("first difference at byte %llu", (unsigned long long)bad);
+	ok = zero(around, 0, 4096 + WIN_WOFF, &bad) &&
+	     zero(around, 4096 + WIN_WOFF + WIN_WLEN, 4096 + WIN_ROFF, &bad) &&
+	     zero(around, 4096 + WIN_ROFF + WIN_RLEN, alen, &bad);
+	check(ok, "nothing else changed around it");
+	if (!ok)
+		say("byte %llu of the region around the window changed", (unsigned long long)bad);
+	ok = same(win + WIN_ROFF, WIN_RLEN, seed + 10, &bad);
+	check(ok, "the pattern the peer READ is intact");
+
+	/* free again after the remote invalidation: the same window binds again */
+	memset(around, 0, alen);
+	rkey = ibv_inc_rkey(rkey);
+	mw_bind2(s, mw, rkey, 22);
+	info = (struct mw_info){ .rkey = rkey, .addr = (uintptr_t)win };
+	xfer(fd, &info, sizeof(info), true);
+	sync_peer(fd, 0x510 + seed);            /* the peer's WRITE through the new key is done */
+	ok = same(win + WIN_W2OFF, WIN_W2LEN, pseed + 13, &bad);
+	check(ok, "the peer's 4 KiB WRITE through the rebound window (key %#x) landed at its end", rkey);
+	ok = zero(around, 0, 4096 + WIN_W2OFF, &bad) && zero(around, 4096 + WIN_LEN, alen, &bad);
+	check(ok, "nothing else changed around it");
+	if (!ok)
+		say("byte %llu of the region around the window changed", (unsigned long long)bad);
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 23;
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.invalidate_rkey = rkey;
+	post_send(s, &wr);
+	expect_wc(s, 23, IBV_WC_LOCAL_INV, "LOCAL_INV of the window's key", NULL);
+	if (last) {
+		/* the peer's WRITE through the invalidated key is refused; our
+		 * QP goes to the error state with it: nothing more on it */
+		sync_peer(fd, 0x520 + seed);
+		sync_peer(fd, 0x530 + seed);
+		ok = zero(around, 0, 4096 + WIN_W2OFF, &bad);
+		check(ok, "the refused WRITE through the invalidated key changed nothing");
+		if (!ok)
+			say("byte %llu of the region around the window changed", (unsigned long long)bad);
+	}
+	check(ibv_dealloc_mw(mw) == 0, "ibv_dealloc_mw");
+	sync_peer(fd, 0x540 + seed);
+}
+
+/* The peer's turn: it uses the owner's window. */
+static void mw_peer(struct side *s, int fd, uint32_t seed, uint32_t pseed, bool last)
+{
+	struct mw_info info;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint64_t bad = 0;
+	bool ok;
+
+	fill(s->buf + OFF_WSRC, WIN_WLEN, seed + 11);
+	fill(s->buf + OFF_SEND, INV_LEN, seed + 12);
+	fill(s->buf + OFF_WSRC + WIN_WLEN, WIN_W2LEN, seed + 13);
+	memset(s->buf + OFF_READDST, 0, WIN_RLEN);
+	xfer(fd, &info, sizeof(info), false);
+	say("the peer's window: rkey %#x at %#llx", info.rkey, (unsigned long long)info.addr);
+
+#define WR(id, opc) do { memset(&wr, 0, sizeof(wr)); wr.wr_id = (id); wr.opcode = (opc); \
+		wr.sg_list = &sge; wr.num_sge = 1; } while (0)
+	WR(31, IBV_WR_RDMA_WRITE);
+	sge = (struct ibv_sge){ (uintptr_t)(s->buf + OFF_WSRC), WIN_WLEN, s->mr->lkey };
+	wr.wr.rdma.remote_addr = info.addr + WIN_WOFF;
+	wr.wr.rdma.rkey = info.rkey;
+	post_send(s, &wr);
+	expect_wc(s, 31, IBV_WC_RDMA_WRITE, "RDMA_WRITE of 16 KiB through the window", NULL);
+
+	WR(32, IBV_WR_RDMA_READ);
+	sge = (struct ibv_sge){ (uintptr_t)(s->buf + OFF_READDST), WIN_RLEN, s->mr->lkey };
+	wr.wr.rdma.remote_addr = info.addr + WIN_ROFF;
+	wr.wr.rdma.rkey = info.rkey;
+	post_send(s, &wr);
+	expect_wc(s, 32, IBV_WC_RDMA_READ, "RDMA_READ of 4 KiB through the window", NULL);
+	ok = same(s->buf + OFF_READDST, WIN_RLEN, pseed + 10, &bad);
+	check(ok, "RDMA_READ brought the window's pattern");
+	if (!ok)
+		say("first difference at byte %llu", (unsigned long long)bad);
+
+	WR(33, IBV_WR_SEND_WITH_INV);
+	sge = (struct ibv_sge){ (uintptr_t)(s->buf + OFF_SEND), INV_LEN, s->mr->lkey };
+	wr.invalidate_rkey = info.rkey;
+	post_send(s, &wr);
+	expect_wc(s, 33, IBV_WC_SEND, "SEND_WITH_INV of the window's key", NULL);
+
+	/* the owner binds the window again */
+	xfer(fd, &info, sizeof(info), false);
+	say("the window again: rkey %#x", info.rkey);
+	WR(34, IBV_WR_RDMA_WRITE);
+	sge = (struct ibv_sge){ (uintptr_t)(s->buf + OFF_WSRC + WIN_WLEN), WIN_W2LEN, s->mr->lkey };
+	wr.wr.rdma.remote_addr = info.addr + WIN_W2OFF;
+	wr.wr.rdma.rkey = info.rkey;
+	post_send(s, &wr);
+	expect_wc(s, 34, IBV_WC_RDMA_WRITE, "RDMA_WRITE of 4 KiB through the rebound window", NULL);
+	sync_peer(fd, 0x510 + pseed);
+
+	if (last) {
+		sync_peer(fd, 0x520 + pseed);   /* the owner invalidated the key */
+		WR(35, IBV_WR_RDMA_WRITE);
+		sge = (struct ibv_sge){ (uintptr_t)(s->buf + OFF_WSRC), WIN_W2LEN, s->mr->lkey };
+		wr.wr.rdma.remote_addr = info.addr + WIN_W3OFF;
+		wr.wr.rdma.rkey = info.rkey;
+		post_send(s, &wr);
+		wait_wc(s, &wc, 20000);
+		check(wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 35,
+		      "RDMA_WRITE through the invalidated key %#x is refused (status %s, wr_id %llu)", info.rkey,
+		      ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+		sync_peer(fd, 0x530 + pseed);
+	}
+#undef WR
+	sync_peer(fd, 0x540 + pseed);
+}
+
+static int run_mw(const char *host, int port, const char *dev)
+{
+	struct side s;
+	int fd;
+	uint32_t seed = host ? 2 : 1, pseed = host ? 1 : 2;
+
+	memset(&s, 0, sizeof(s));
+	setup(&s, dev);
+	fd = host ? tcp_connect(host, port) : tcp_accept(port);
+	connect_qps(&s, fd);
+	say("connected: RC QP %#x -> %#x", s.qp->qp_num, s.peer.qpn);
+	/* the server owns a window first, then the client; the refused WRITE
+	 * at the very end breaks both QPs */
+	if (!host) {
+		mw_owner(&s, fd, seed, pseed, false);
+		mw_peer(&s, fd, seed, pseed, true);
+	} else {
+		mw_peer(&s, fd, seed, pseed, false);
+		mw_owner(&s, fd, seed, pseed, true);
 	}
 	{
 		int theirs, mine = failures;
@@ -1108,7 +1368,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
-		fprintf(stderr, "usage: urd_vmtool opcodes|hold [-p PORT] [-d DEV] [HOST] | scribble [SECS [SEED]] | badmr | bigmr [MIB]\n");
+		fprintf(stderr, "usage: urd_vmtool opcodes|uc|mw|hold [-p PORT] [-d DEV] [HOST] | scribble [SECS [SEED]] | badmr | bigmr [MIB]\n");
 		return 2;
 	}
 	mode = argv[1];
@@ -1127,6 +1387,10 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "uc")) {
 		uc_mode = true;
 		return run_opcodes(optind < argc ? argv[optind] : NULL, port, dev);
+	}
+	if (!strcmp(mode, "mw")) {
+		mw_mode = true;
+		return run_mw(optind < argc ? argv[optind] : NULL, port, dev);
 	}
 	if (!strcmp(mode, "hold"))
 		return run_hold(optind < argc ? argv[optind] : NULL, port, dev);
