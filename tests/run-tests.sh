@@ -14,7 +14,9 @@
 #                              UNIRDMA_DEVDIR is a directory of links to both.
 #                              t_opcodes also runs as `t_opcodes event` and
 #                              `t_opcodes noglobal`; each also runs as NAME:forward
-#                              over the forwarding data path (UNIRDMA_DATAPATH).
+#                              over the forwarding data path (UNIRDMA_DATAPATH),
+#                              and issue 13's (t_mw, t_rereg, t_resize_cq, t_uc,
+#                              t_mcast) as NAME:valgrind (not in the ASan run).
 #   build/tests/u_*            unit tests of one daemon part (tests/unit), no daemon
 #   tests/check-exports.sh     the library's exported symbols
 #   tests/check-license.sh     every source file's SPDX line, the licence texts
@@ -97,6 +99,14 @@ collect_tests() {
 			add_test "$name:event" c "$(printf '%q event' "$f")"
 			add_test "$name:noglobal" c "$(printf '%q noglobal' "$f")"
 		fi
+		# issue 13's verbs under valgrind too (not in the ASan build:
+		# the two cannot share a process)
+		case $name in t_mw | t_rereg | t_resize_cq | t_uc | t_mcast)
+			case ${UNIRDMA_EXEC_PRELOAD:-} in *libasan*) ;; *)
+				command -v valgrind >/dev/null 2>&1 &&
+					add_test "$name:valgrind" c "$(printf 'env UNIRDMA_TEST_TIME_SCALE=10 valgrind -q --vgdb=no --error-exitcode=99 %q' "$f")" ;;
+			esac ;;
+		esac
 	done
 	for f in "$BUILD"/tests/u_*; do     # unit tests: one daemon part, no daemon
 		[ -f "$f" ] && [ -x "$f" ] || continue
