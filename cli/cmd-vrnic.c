@@ -164,7 +164,7 @@ static bool valid_cidr(const char *s)
 }
 
 /* Quota and rate options of create and set: option value -> (object, key). */
-enum { OPT_SETTING = 0x2000, OPT_VM = 0x2100, OPT_VM_RAM };
+enum { OPT_SETTING = 0x2000, OPT_VM = 0x2100, OPT_VM_RAM, OPT_GRHLESS };
 static const struct setting {
 	const char *opt, *obj, *key;
 	bool bytes;                     /* accepts K, M, G, T suffixes (powers of 1024) */
@@ -200,7 +200,8 @@ static const struct setting {
 	{ "rate", required_argument, NULL, OPT_SETTING + 10 }, \
 	{ "burst", required_argument, NULL, OPT_SETTING + 11 }, \
 	{ "ops-rate", required_argument, NULL, OPT_SETTING + 12 }, \
-	{ "ops-burst", required_argument, NULL, OPT_SETTING + 13 }
+	{ "ops-burst", required_argument, NULL, OPT_SETTING + 13 }, \
+	{ "grhless-av", required_argument, NULL, OPT_GRHLESS }
 
 #define SETTINGS_HELP \
 	"Quotas (a verbs call over a quota fails with ENOMEM, or EINVAL for ring\n" \
@@ -212,7 +213,12 @@ static const struct setting {
 	"  --rate BYTES          bytes per second (K, M, G suffixes)\n" \
 	"  --burst BYTES         bucket size (default 10 ms of --rate)\n" \
 	"  --ops-rate N          work requests per second\n" \
-	"  --ops-burst N         bucket size (default 10 ms of --ops-rate)\n"
+	"  --ops-burst N         bucket size (default 10 ms of --ops-rate)\n" \
+	"Verbs:\n" \
+	"  --grhless-av on|off   address vectors without a GRH (is_global = 0): off,\n" \
+	"                        the default, refuses them with EINVAL as a RoCE port\n" \
+	"                        does; on finds the peer by QPN alone, as InfiniBand\n" \
+	"                        does (qperf without -cm1, ibv_*_pingpong without -g)\n"
 
 /* Parses a non-negative integer, with K/M/G/T (x1024) suffixes if bytes. */
 static bool parse_amount(const char *s, bool bytes, long long *out)
@@ -248,6 +254,7 @@ struct create_opts {
 	bool vm;                        /* --vm: a VM vRNIC (cmd-vm.c) */
 	long long vm_ram;               /* --vm-ram bytes; 0: default */
 	struct json_object *objs[2];    /* limits, qos; NULL until an option sets one */
+	int grhless;                    /* --grhless-av: 0 not given, 1 on, 2 off */
 	const char *bad;                /* the option whose value did not parse */
 };
 
@@ -257,6 +264,14 @@ static int setting_opt(struct create_opts *o, int opt, const char *arg)
 	long long v;
 	int k;
 
+	if (opt == OPT_GRHLESS) {
+		if (strcmp(arg, "on") && strcmp(arg, "off")) {
+			cli_err("invalid --grhless-av '%s': expected on or off", arg);
+			return CLI_EXIT_USAGE;
+		}
+		o->grhless = strcmp(arg, "on") ? 2 : 1;
+		return 0;
+	}
 	if (opt < OPT_SETTING || opt >= OPT_SETTING + (int)NSETTINGS)
 		return CLI_EXIT_USAGE;
 	st = &settings[opt - OPT_SETTING];
@@ -299,6 +314,8 @@ static void add_settings(struct json_object *req, struct create_opts *o)
 		json_object_object_add(req, "limits", o->objs[0]);
 	if (o->objs[1])
 		json_object_object_add(req, "qos", o->objs[1]);
+	if (o->grhless)
+		json_object_object_add(req, "grhless_av", json_object_new_boolean(o->grhless == 1));
 	o->objs[0] = o->objs[1] = NULL;
 }
 
@@ -391,8 +408,8 @@ static int run_set(const struct cli_cmd *cmd, int argc, char **argv)
 		return cli_usage_error(cmd, argc == first ? "vrnic set: NAME is missing"
 							  : "vrnic set: takes one NAME");
 	}
-	if (!o.objs[0] && !o.objs[1] && !o.ip)
-		return cli_usage_error(cmd, "vrnic set: nothing to change (give --ip, a quota or a rate option)");
+	if (!o.objs[0] && !o.objs[1] && !o.ip && !o.grhless)
+		return cli_usage_error(cmd, "vrnic set: nothing to change (give --ip, a quota, a rate option or --grhless-av)");
 	if (o.ip && !valid_addr(o.ip)) {
 		drop_settings(&o);
 		return cli_usage_error(cmd, "vrnic set: invalid --ip '%s': expected A.B.C.D or A.B.C.D/PREFIX", o.ip);
@@ -578,10 +595,11 @@ const struct cli_cmd cmd_vrnic_create = {
 };
 
 const struct cli_cmd cmd_vrnic_set = {
-	"vrnic", "set", "change a vRNIC's address, quotas and rate limits",
-	"usage: unirdma vrnic set NAME [--ip A.B.C.D[/PREFIX]] [QUOTA AND RATE OPTIONS]\n"
+	"vrnic", "set", "change a vRNIC's address, quotas, rate limits and AV rule",
+	"usage: unirdma vrnic set NAME [--ip A.B.C.D[/PREFIX]] [QUOTA, RATE AND VERBS OPTIONS]\n"
 	"\n"
-	"Change quotas and rate limits of the vRNIC NAME while it runs. Lowering a\n"
+	"Change quotas, rate limits and the AV rule of the vRNIC NAME while it runs\n"
+	"(a new AV rule applies to the next ibv_create_ah or ibv_modify_qp). Lowering a\n"
 	"quota below what is in use keeps what exists and refuses new objects.\n"
 	"All changes of one command are made, or none.\n"
 	"\n"

@@ -283,6 +283,7 @@ struct urd_vrnic {
 	bool own_mount;
 	uint64_t fs_bytes;
 	bool underlay_addr;             /* daemon/underlay.c put vip on the underlay */
+	bool grhless_av;                /* AVs without a GRH allowed (URD_REGION_GRHLESS_AV) */
 	struct engine_vrnic eng;        /* engine/engine.h: written by the engine only */
 };
 

@@ -124,6 +124,8 @@ static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
 	ADD_I64(o, "meta_bytes", vr->meta_bytes);  /* daemon memory for its MR tables, allocations */
 	json_object_object_add(o, "limits", limits_json(&vr->lim));
 	json_object_object_add(o, "qos", qos_json(&vr->qos));
+	/* address vectors without a GRH: refused as on a RoCE port unless set */
+	json_object_object_add(o, "grhless_av", json_object_new_boolean(vr->grhless_av));
 	json_object_object_add(o, "counters", counters_json(&vr->cnt));
 	/* when these counters were read (CLOCK_MONOTONIC): rates without the
 	 * client's latency in them */
@@ -240,6 +242,10 @@ static int apply_settings(struct urd_vrnic *vr, json_object *req, char *err, siz
 		ret = parse_u64s(req, "qos", qnames, qv, 4, err, errlen);
 	if (ret)
 		return ret;
+	if (json_object_object_get_ex(req, "grhless_av", &tmp) && !json_object_is_type(tmp, json_type_boolean)) {
+		snprintf(err, errlen, "grhless_av must be true or false");
+		return -EINVAL;
+	}
 	for (int i = 0; i < 10; i++)
 		if (i != 6 && lv[i] > UINT32_MAX) {
 			snprintf(err, errlen, "limits.%s is too large", lnames[i]);
@@ -262,6 +268,8 @@ static int apply_settings(struct urd_vrnic *vr, json_object *req, char *err, siz
 			qv[3] = 0;
 		vrnic_set_qos(vr, qv[0], qv[1], qv[2], qv[3]);
 	}
+	if (json_object_object_get_ex(req, "grhless_av", &tmp))
+		vrnic_set_grhless_av(vr, json_object_get_boolean(tmp));
 	return 0;
 }
 

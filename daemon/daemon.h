@@ -30,6 +30,10 @@ int vrnic_check_addr(const struct urd_vrnic *vr, const char *ip_prefix, uint32_t
 void vrnic_set_addr(struct urd_vrnic *vr, uint32_t ip, uint8_t prefix);
 int vrnic_set_qos(struct urd_vrnic *vr, uint64_t rate_bytes, uint64_t burst_bytes,
 		  uint64_t rate_ops, uint64_t burst_ops);
+/* Whether vr takes address vectors without a GRH (URD_REGION_GRHLESS_AV);
+ * the library reads the flag at each ibv_create_ah, the daemon at each
+ * modify_qp: a change applies to the next call. */
+void vrnic_set_grhless_av(struct urd_vrnic *vr, bool on);
 int vrnic_delete(struct urd_daemon *d, const char *name);
 struct urd_vrnic *vrnic_find(struct urd_daemon *d, const char *name);
 void vrnic_destroy_all(struct urd_daemon *d);

@@ -231,6 +231,10 @@ int op_modify_qp(struct handler_args *a, const void *req, uint32_t len URD_UNUSE
 	if ((mask & IBV_QP_AV) && ((at->ah.is_global && !urd_gid_index_ok(at->ah.sgid_index)) ||
 				   (at->ah.port_num && at->ah.port_num != 1)))
 		return -EINVAL;
+	/* a RoCE port's AV needs a GRH (the kernel's rdma_check_ah_attr),
+	 * unless the operator allowed InfiniBand-style ones (grhless_av) */
+	if ((mask & IBV_QP_AV) && !at->ah.is_global && !qp->vr->grhless_av)
+		return -EINVAL;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && at->min_rnr_timer > 31)
 		return -EINVAL;
 	if ((mask & IBV_QP_TIMEOUT) && at->timeout > 31)

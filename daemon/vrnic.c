@@ -174,6 +174,15 @@ int vrnic_set_limits(struct urd_vrnic *vr, const struct urd_limits *l)
 	return 0;
 }
 
+void vrnic_set_grhless_av(struct urd_vrnic *vr, bool on)
+{
+	vr->grhless_av = on;
+	if (on)
+		__atomic_fetch_or(&vr->hdr->flags, URD_REGION_GRHLESS_AV, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(&vr->hdr->flags, ~(uint32_t)URD_REGION_GRHLESS_AV, __ATOMIC_RELEASE);
+}
+
 int vrnic_set_qos(struct urd_vrnic *vr, uint64_t rate_bytes, uint64_t burst_bytes,
 		  uint64_t rate_ops, uint64_t burst_ops)
 {

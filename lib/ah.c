@@ -43,14 +43,21 @@ void urd_ah_from_urd(const struct urd_ah *in, struct ibv_ah_attr *out)
 	out->port_num = in->port_num;
 }
 
-/* is_global = 0 is accepted although the link layer is Ethernet: on one host
- * a peer is reachable by QPN alone (qperf, ud_pingpong without -g). */
+/* A RoCE port's address handle needs a GRH: is_global = 0 is EINVAL, as
+ * the kernel's rdma_check_ah_attr gives it, unless the operator let this
+ * vRNIC take InfiniBand-style AVs (URD_REGION_GRHLESS_AV: qperf without
+ * -cm1, ibv_ud_pingpong without -g find their peer by QPN alone). */
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
+	struct urd_context *ctx = to_uctx(pd->context);
 	struct urd_ahobj *ah;
 
-	if (urd_ctx_dead(to_uctx(pd->context))) {
+	if (urd_ctx_dead(ctx)) {
 		errno = EIO;
+		return NULL;
+	}
+	if (!attr->is_global && !(__atomic_load_n(&ctx->hdr->flags, __ATOMIC_ACQUIRE) & URD_REGION_GRHLESS_AV)) {
+		errno = EINVAL;
 		return NULL;
 	}
 	if (attr->port_num != 1 || (attr->is_global && !urd_gid_index_ok(attr->grh.sgid_index))) {

@@ -13,7 +13,9 @@
 #                              starts, with two vRNICs of one tenant; env
 #                              UNIRDMA_DEVDIR is a directory of links to both.
 #                              t_opcodes also runs as `t_opcodes event` and
-#                              `t_opcodes noglobal`; each also runs as NAME:forward
+#                              `t_opcodes noglobal`, t_ah_rules as `t_ah_rules
+#                              grhless` (those two on vRNICs created with
+#                              --grhless-av on); each also runs as NAME:forward
 #                              over the forwarding data path (UNIRDMA_DATAPATH),
 #                              and issue 13's (t_mw, t_rereg, t_resize_cq, t_uc,
 #                              t_mcast) as NAME:valgrind (not in the ASan run).
@@ -97,7 +99,11 @@ collect_tests() {
 		add_test "$name:forward" c "$(printf 'env UNIRDMA_DATAPATH=forward %q' "$f")"
 		if [ "$name" = t_opcodes ]; then
 			add_test "$name:event" c "$(printf '%q event' "$f")"
-			add_test "$name:noglobal" c "$(printf '%q noglobal' "$f")"
+			# connections without a GRH need vRNICs that allow them
+			add_test "$name:noglobal" c "env UNIRDMA_DEVDIR=\"\$CWORK/dev-grhless\" $(printf '%q noglobal' "$f")"
+		fi
+		if [ "$name" = t_ah_rules ]; then
+			add_test "$name:grhless" c "env UNIRDMA_DEVDIR=\"\$CWORK/dev-grhless\" $(printf '%q grhless' "$f")"
 		fi
 		# issue 13's verbs under valgrind too (not in the ASan build:
 		# the two cannot share a process)
@@ -157,11 +163,19 @@ start_c_daemon() {
 		echo "unirdmad did not come up; see $RESULTS/unirdmad-ctests.log"
 		return 1
 	}
-	for vr in 0 1; do
-		"$UNIRDMA" vrnic create "vr$vr" --tenant t1 --ip "10.77.250.$((vr + 1))/24" >/dev/null || return 1
+	# vr0, vr1: as created (RoCE's AV rule); vr2, vr3 (dev-grhless/) take
+	# address vectors without a GRH (t_opcodes noglobal, t_ah_rules grhless)
+	mkdir -p "$CWORK/dev-grhless"
+	for vr in 0 1 2 3; do
+		"$UNIRDMA" vrnic create "vr$vr" --tenant t1 --ip "10.77.250.$((vr + 1))/24" \
+			$([ "$vr" -lt 2 ] || echo --grhless-av on) >/dev/null || return 1
 		dir=$("$UNIRDMA" vrnic show "vr$vr" | awk '/^dir:/ { print $2 }')
 		[ -n "$dir" ] || return 1
-		ln -sfn "$dir" "$CWORK/dev/vr$vr"
+		if [ "$vr" -lt 2 ]; then
+			ln -sfn "$dir" "$CWORK/dev/vr$vr"
+		else
+			ln -sfn "$dir" "$CWORK/dev-grhless/vr$vr"
+		fi
 	done
 }
 

@@ -105,6 +105,12 @@ enum urd_daemon_state {
 
 enum urd_region_flags {
 	URD_REGION_VM = 1u << 0,  /* no futexes reach this tenant: poll, never sleep on a word */
+	/* The operator lets this vRNIC take address vectors without a GRH
+	 * (`vrnic set --grhless-av on`): ibv_create_ah and the RC/UC AV of
+	 * ibv_modify_qp accept is_global = 0 and find the peer by QPN alone,
+	 * as on InfiniBand.  Off (the default) they give EINVAL, as the
+	 * kernel's verbs layer does on a RoCE port (rdma_check_ah_attr). */
+	URD_REGION_GRHLESS_AV = 1u << 1,
 };
 
 struct urd_dev_attr {

@@ -97,6 +97,9 @@ void fz_init(void)
 		ret = vrnic_create(d, vrs[i].name, vrs[i].tenant, vrs[i].ip, &fz_vr[i]);
 		if (ret)
 			fz_fail("vrnic_create %s: %s", vrs[i].name, strerror(-ret));
+		/* address vectors without a GRH too: the routes by QPN alone
+		 * are the widest a tenant can be given */
+		vrnic_set_grhless_av(fz_vr[i], true);
 		/* the daemon keeps its descriptor and mapping; the names can go */
 		snprintf(path, sizeof(path), "%s/region", fz_vr[i]->dir);
 		unlink(path);

@@ -97,7 +97,8 @@ victim_qpns() {
 spray_victims() {
 	local dev=$WORK/hostile-devs
 	mkdir -p "$dev"
-	"$UNIRDMA" vrnic create vs --tenant "$1" --ip "$2/24" >/dev/null || die "vrnic create vs failed"
+	# (it sprays without a GRH, by QPN alone: allowed with --grhless-av on)
+	"$UNIRDMA" vrnic create vs --tenant "$1" --ip "$2/24" --grhless-av on >/dev/null || die "vrnic create vs failed"
 	ln -sfn "$("$UNIRDMA" vrnic show vs | awk '/^dir:/ { print $2 }')" "$dev/vs"
 	victim_qpns >"$WORK/victim-qpns"
 	UNIRDMA_DEVDIR=$dev LD_LIBRARY_PATH="$UNIRDMA_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
@@ -119,7 +120,10 @@ case_hostile() {
 	require_prog ibv_rc_pingpong ib_write_bw ib_send_bw
 	[ -x "$BUILD/tools/hostile" ] || die "$BUILD/tools/hostile is not built (run make)"
 	[ -x "$BUILD/tests/t_opcodes" ] || die "$BUILD/tests/t_opcodes is not built (run make)"
-	"$UNIRDMA" vrnic create vh --tenant "$tenant" --ip "$hip/24" >/dev/null || die "vrnic create vh failed"
+	# --grhless-av on: the hostile tenant may also aim by QPN alone (no GRH),
+	# the widest door an operator can open
+	"$UNIRDMA" vrnic create vh --tenant "$tenant" --ip "$hip/24" --grhless-av on >/dev/null ||
+		die "vrnic create vh failed"
 	say "hostile: vh $hip/24 (tenant $tenant), $HOSTILE_TIME s, flags: $flags"
 
 	# shellcheck disable=SC2086 # flags is a word list

@@ -53,24 +53,46 @@ pingpong() {
 	checks_result
 }
 
+# nogid PROGRAM: without -g the program gives no GRH.  A RoCE port refuses
+# such an address vector (EINVAL from the kernel's rdma_check_ah_attr: RTR or
+# ibv_create_ah fails), and so does a vRNIC, unless its operator allows
+# InfiniBand-style AVs (`vrnic set --grhless-av on`): then it runs.
+nogid() {
+	local prog=$1 rc
+	require_prog "$prog"
+	run_pair "$prog" "$prog $IP_A"
+	rc=$?
+	check "without -g, $prog fails as it does on a RoCE port" test "$rc" -ne 0
+	check "it says why: the address vector was refused" \
+		grep -Eq "Failed to modify QP to RTR|Failed to create AH" "$PAIR_SERVER_OUT" "$PAIR_CLIENT_OUT"
+	say "+ unirdma vrnic set $VR_A|$VR_B --grhless-av on"
+	"$UNIRDMA" vrnic set "$VR_A" --grhless-av on >/dev/null && "$UNIRDMA" vrnic set "$VR_B" --grhless-av on >/dev/null
+	check "vrnic set --grhless-av on works" test $? -eq 0
+	check "then $prog runs without -g" run_pair "$prog" "$prog $IP_A"
+	check "vrnic show says so" sh -c "'$UNIRDMA' vrnic show '$VR_A' | grep -q 'grhless_av: *true'"
+	"$UNIRDMA" vrnic set "$VR_A" --grhless-av off >/dev/null
+	"$UNIRDMA" vrnic set "$VR_B" --grhless-av off >/dev/null
+	checks_result
+}
+
 add_case devices case_devices
 add_case devinfo case_devinfo
-add_case rc_pingpong pingpong ibv_rc_pingpong
+add_case rc_pingpong nogid ibv_rc_pingpong
 add_case rc_pingpong-g0 pingpong ibv_rc_pingpong -g 0
 add_case rc_pingpong-g1 pingpong ibv_rc_pingpong -g 1 -c     # rxe's index
 add_case rc_pingpong-g3 pingpong ibv_rc_pingpong -g 3 -c     # ConnectX's
 add_case ud_pingpong-g3 pingpong ibv_ud_pingpong -g 3 -c
-add_case rc_pingpong-e pingpong ibv_rc_pingpong -e
-add_case rc_pingpong-s1 pingpong ibv_rc_pingpong -s 1
-add_case rc_pingpong-s4096 pingpong ibv_rc_pingpong -s 4096
-add_case rc_pingpong-s65536 pingpong ibv_rc_pingpong -s 65536
-add_case rc_pingpong-s1048576 pingpong ibv_rc_pingpong -s 1048576
-add_case rc_pingpong-n10000 pingpong ibv_rc_pingpong -n 10000
-add_case rc_pingpong-chk pingpong ibv_rc_pingpong -c -s 8192
-add_case srq_pingpong pingpong ibv_srq_pingpong
-add_case uc_pingpong pingpong ibv_uc_pingpong
+add_case rc_pingpong-e pingpong ibv_rc_pingpong -g 0 -e
+add_case rc_pingpong-s1 pingpong ibv_rc_pingpong -g 0 -s 1
+add_case rc_pingpong-s4096 pingpong ibv_rc_pingpong -g 0 -s 4096
+add_case rc_pingpong-s65536 pingpong ibv_rc_pingpong -g 0 -s 65536
+add_case rc_pingpong-s1048576 pingpong ibv_rc_pingpong -g 0 -s 1048576
+add_case rc_pingpong-n10000 pingpong ibv_rc_pingpong -g 0 -n 10000
+add_case rc_pingpong-chk pingpong ibv_rc_pingpong -g 0 -c -s 8192
+add_case srq_pingpong pingpong ibv_srq_pingpong -g 0
+add_case uc_pingpong pingpong ibv_uc_pingpong -g 0
 add_case uc_pingpong-chk pingpong ibv_uc_pingpong -c -g 0 -s 8192
-add_case ud_pingpong pingpong ibv_ud_pingpong
+add_case ud_pingpong nogid ibv_ud_pingpong
 add_case ud_pingpong-g0 pingpong ibv_ud_pingpong -g 0
 add_case ud_pingpong-chk pingpong ibv_ud_pingpong -c -g 0
 run_cases "$@"

@@ -58,14 +58,17 @@ setup_tenants() {
 	require_prog python3
 	start_daemon
 	[ -x "$ISOPROBE" ] || die "$ISOPROBE is not built (run make)"
-	local n=$SUBNET
+	local n=$SUBNET g=(--grhless-av on)
 	IP_V=10.77.$n.1 IP_N=10.77.$n.2 IP_X=10.77.$n.3
-	"$UNIRDMA" vrnic create vr0 --tenant t1 --ip "$IP_V/24" >/dev/null || die "vrnic create vr0"
-	"$UNIRDMA" vrnic create vr1 --tenant t1 --ip "$IP_N/24" >/dev/null || die "vrnic create vr1"
-	"$UNIRDMA" vrnic create vr2 --tenant t2 --ip "$IP_X/24" >/dev/null || die "vrnic create vr2"
+	# --grhless-av on: the routes without a GRH (nogrh, UD without one) are
+	# the ones found by QPN alone, the widest door a tenant could have;
+	# the default (RoCE's rule) refuses them before any packet is sent
+	"$UNIRDMA" vrnic create vr0 --tenant t1 --ip "$IP_V/24" "${g[@]}" >/dev/null || die "vrnic create vr0"
+	"$UNIRDMA" vrnic create vr1 --tenant t1 --ip "$IP_N/24" "${g[@]}" >/dev/null || die "vrnic create vr1"
+	"$UNIRDMA" vrnic create vr2 --tenant t2 --ip "$IP_X/24" "${g[@]}" >/dev/null || die "vrnic create vr2"
 	# t2 reuses the victim's address in its own address space
-	"$UNIRDMA" vrnic create vr3 --tenant t2 --ip "$IP_V/24" >/dev/null || die "vrnic create vr3"
-	"$UNIRDMA" vrnic create vr4 --tenant t3 --ip "10.77.$n.4/24" >/dev/null || die "vrnic create vr4"
+	"$UNIRDMA" vrnic create vr3 --tenant t2 --ip "$IP_V/24" "${g[@]}" >/dev/null || die "vrnic create vr3"
+	"$UNIRDMA" vrnic create vr4 --tenant t3 --ip "10.77.$n.4/24" "${g[@]}" >/dev/null || die "vrnic create vr4"
 	say "vRNICs: vr0 $IP_V (t1, victim), vr1 $IP_N (t1), vr2 $IP_X (t2), vr3 $IP_V (t2), vr4 10.77.$n.4 (t3)"
 }
 CASE_SETUP=setup_tenants

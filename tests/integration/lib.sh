@@ -190,14 +190,17 @@ daemon_alive() {
 		[ "$(awk '{ print $3 }' "/proc/$DAEMON_PID/stat" 2>/dev/null)" != Z ]
 }
 
-# make_vrnics [N]: vRNICs vr0 10.77.N.1/24 and vr1 10.77.N.2/24, tenant t1.
-# N defaults to a number derived from the case name (1..250), so that cases
-# running side by side use different subnets.
+# make_vrnics [N]: vRNICs vr0 10.77.N.1/24 and vr1 10.77.N.2/24, tenant t1,
+# with the options in the array VRNIC_ARGS (if set).  N defaults to a number
+# derived from the case name (1..250), so that cases running side by side
+# use different subnets.
 make_vrnics() {
 	local n=${1:-$SUBNET}
 	VR_A=vr0 VR_B=vr1 IP_A=10.77.$n.1 IP_B=10.77.$n.2
-	"$UNIRDMA" vrnic create "$VR_A" --tenant t1 --ip "$IP_A/24" >/dev/null || die "vrnic create $VR_A failed"
-	"$UNIRDMA" vrnic create "$VR_B" --tenant t1 --ip "$IP_B/24" >/dev/null || die "vrnic create $VR_B failed"
+	"$UNIRDMA" vrnic create "$VR_A" --tenant t1 --ip "$IP_A/24" ${VRNIC_ARGS[@]+"${VRNIC_ARGS[@]}"} >/dev/null ||
+		die "vrnic create $VR_A failed"
+	"$UNIRDMA" vrnic create "$VR_B" --tenant t1 --ip "$IP_B/24" ${VRNIC_ARGS[@]+"${VRNIC_ARGS[@]}"} >/dev/null ||
+		die "vrnic create $VR_B failed"
 	say "vRNICs: $VR_A $IP_A/24, $VR_B $IP_B/24 (tenant t1, state dir $STATE)"
 }
 

@@ -7,6 +7,11 @@
 
 QPERF_PORT=19765
 QPERF_TIME=${QPERF_TIME:-2}
+# qperf's RDMA tests without -cm1 (rdma_cm, which unirdma does not offer yet)
+# give no GRH: as on RoCE hardware, where qperf needs -cm1, a vRNIC refuses
+# such an AV unless its operator allows InfiniBand-style AVs
+# (roce_rule below shows the refusal).
+VRNIC_ARGS=(--grhless-av on)
 
 # figures_ok FILE: at least one "name = value unit" line and no zero value,
 # no error message.
@@ -27,6 +32,21 @@ qperf_case() {
 	check "qperf $1 reports non-zero figures" figures_ok "$PAIR_CLIENT_OUT"
 	checks_result
 }
+
+# The default AV rule: rc_bw fails, as on a RoCE port.
+roce_rule() {
+	require_prog qperf
+	local rc
+	"$UNIRDMA" vrnic set "$VR_A" --grhless-av off >/dev/null && "$UNIRDMA" vrnic set "$VR_B" --grhless-av off >/dev/null ||
+		die "vrnic set --grhless-av off failed"
+	run_pair -p "$QPERF_PORT" --persistent "qperf" "qperf $IP_A -t 1 rc_bw"
+	rc=$?
+	sed 's/^/  | /' "$PAIR_CLIENT_OUT" | head -n 3
+	check "qperf rc_bw without a GRH is refused, as on RoCE (exit $rc)" test "$rc" -ne 0
+	check "the client says so" grep -qi "failed\|error" "$PAIR_CLIENT_OUT"
+	checks_result
+}
+add_case roce_rule roce_rule
 
 for t in rc_bw rc_bi_bw rc_lat rc_rdma_write_bw rc_rdma_write_lat rc_rdma_write_poll_lat \
 	rc_rdma_read_bw rc_rdma_read_lat rc_compare_swap_mr rc_fetch_add_mr \

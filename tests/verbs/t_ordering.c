@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* t_ordering: RC ordering and unsignaled completions.
  *
- * Part 1: 1000 messages on one RC QP (connected with is_global=0, dlid=0, so
- * by QPN alone), cycling SEND (payload = sequence number), RDMA_WRITE (writes
+ * Part 1: 1000 messages on one RC QP, cycling SEND (payload = sequence number), RDMA_WRITE (writes
  * the sequence number into slot seq of a remote array) and
  * RDMA_WRITE_WITH_IMM (same, imm = seq), posted in chains of up to 8 WRs per
  * ibv_post_send, all signaled, PSNs starting just below the 24-bit wrap.
@@ -53,7 +52,6 @@ static void part1(void)
 	uint64_t end = t_now_ms() + T_TIMEOUT_MS;
 
 	t_conn_default(&c);
-	c.is_global = 0;
 	c.psn = 0xffffff - 100;	/* wraps after 100 packets */
 	t_rc_connect(&A, a, &B, b, &c);
 	for (uint32_t i = 0; i < N; i++)
