@@ -3,7 +3,7 @@
 # hostile.sh: a hostile tenant cannot hurt the daemon or another tenant.
 #
 # tests/tools/hostile runs in a container of its own vRNIC for
-# $UNIRDMA_HOSTILE_TIME seconds (default 12): it checks that garbage gets
+# $UNIRDMA_HOSTILE_TIME seconds (default 9): it checks that garbage gets
 # errors, then writes random and adversarial bytes into every part of its
 # region (mailboxes, sequence numbers, ring indices, WQEs, SGEs, keys,
 # lengths, doorbells, header attributes) while making verbs calls and raw
@@ -35,7 +35,7 @@
 # asan-test, or UNIRDMA_BINDIR=build-asan/bin for the daemon alone).
 . "$(dirname "$0")/lib.sh"
 
-HOSTILE_TIME=${UNIRDMA_HOSTILE_TIME:-12}
+HOSTILE_TIME=${UNIRDMA_HOSTILE_TIME:-9}
 CASE_SETUP=setup_victims
 
 setup_victims() {

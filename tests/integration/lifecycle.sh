@@ -13,8 +13,8 @@
 #                       the survivor's SENDs sit in long RNR waits when their
 #                       receiver dies, and the QP that waits is destroyed
 #                       right after its flush
-#   kill_loop           the same 200 times without containers (lifeprobe loop,
-#                       under 60 s), plus 50 kills at random moments of a
+#   kill_loop           the same 120 times without containers (lifeprobe loop,
+#                       under 60 s), plus 30 kills at random moments of a
 #                       child's setup (inside control verbs); the daemon's open
 #                       fds must not grow, its VmRSS and the region file's
 #                       memory not by more than 4 MiB between kill 20 and the end
@@ -228,10 +228,10 @@ loop_figure() { awk -v n="$1" -v f="$2" '$1 == "DAEMON" && $2 == n { print $f }'
 case_kill_loop() {
 	local rc t0 secs fw fe rw re gw ge
 	devdir "$VR_A" "$VR_B" || return 1
-	say "+ lifeprobe loop --keep $VR_A --kill $VR_B --iters 200 --warmup 20 --early-every 4 --rnr-timer 28"
+	say "+ lifeprobe loop --keep $VR_A --kill $VR_B --iters 120 --warmup 20 --early-every 4 --rnr-timer 28"
 	t0=$(ms_now)
 	UNIRDMA_DEVDIR=$WORK/dev LD_LIBRARY_PATH=$UNIRDMA_LIBDIR timeout -k 5 $((90 * SCALE)) \
-		"$LIFEPROBE" loop --keep "$VR_A" --kill "$VR_B" --iters 200 --warmup 20 --early-every 4 \
+		"$LIFEPROBE" loop --keep "$VR_A" --kill "$VR_B" --iters 120 --warmup 20 --early-every 4 \
 		--rnr-timer 28 >"$WORK/loop.out" 2>&1
 	rc=$?
 	secs=$((($(ms_now) - t0) / 1000))
@@ -240,9 +240,9 @@ case_kill_loop() {
 	fw=$(loop_figure fds 3) fe=$(loop_figure fds 4)
 	rw=$(loop_figure rss_kb 3) re=$(loop_figure rss_kb 4)
 	gw=$(loop_figure region_kb 3) ge=$(loop_figure region_kb 4)
-	say "daemon after kill 20 -> after kill 200: open fds $fw -> $fe, VmRSS $rw -> $re kB, region file $gw -> $ge kB"
-	check "200 kills mid-transfer, each with QP_FATAL, flush and release, and 50 during setup (exit code $rc)" \
-		eval '[ "$rc" = 0 ] && grep -q "^KILLS 200 mid-transfer and 50 during setup" "$WORK/loop.out"'
+	say "daemon after kill 20 -> after kill 120: open fds $fw -> $fe, VmRSS $rw -> $re kB, region file $gw -> $ge kB"
+	check "120 kills mid-transfer, each with QP_FATAL, flush and release, and 30 during setup (exit code $rc)" \
+		eval '[ "$rc" = 0 ] && grep -q "^KILLS 120 mid-transfer and 30 during setup" "$WORK/loop.out"'
 	check "in under 60 s (${secs} s)" test "$secs" -lt $((60 * SCALE))
 	check "the daemon's open fds did not grow ($fw -> $fe)" eval '[ -n "$fw" ] && [ "$fe" -le "$fw" ]'
 	if [ -n "$ASAN_BUILD" ]; then

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 QPERF_PORT=19765
-QPERF_TIME=${QPERF_TIME:-2}
+QPERF_TIME=${QPERF_TIME:-1}
 # qperf's RDMA tests without -cm1 (rdma_cm, which unirdma does not offer yet)
 # give no GRH: as on RoCE hardware, where qperf needs -cm1, a vRNIC refuses
 # such an AV unless its operator allows InfiniBand-style AVs
