@@ -20,6 +20,10 @@
 #   mw_vm_container          memory windows both ways: type 2 bind, WRITE and READ
 #                            through the window, SEND_WITH_INV, rebind, LOCAL_INV,
 #                            a WRITE through the dead key refused
+#   mcast_vm_container       UD multicast both ways: guest and container QPs join
+#                            ::ffff:239.1.2.3, each one's SENDs reach both (GRH,
+#                            payload, src_qp checked); after the container's
+#                            detach, the guest's SEND reaches the guest alone
 #   ram_above_4g      a 4 GiB guest: MRs in RAM above the PCI hole (GPA >= 4 GiB)
 #   big_mr            an MR of 8192 scattered guest frames (segment table in guest RAM)
 #   kill_vm           SIGKILL of QEMU: the peer's QP fails, everything is released
@@ -175,6 +179,13 @@ case_mw_vm_container() {
 	checks_result
 }
 
+case_mcast_vm_container() {
+	vm_serves "$VM_A" "urd_vmtool mcast" "$VR_A" "$BUILD/vm/urd_vmtool mcast $IPV_A" || return 1
+	check "every check passed in the container" grep -q "PASSED" "$PAIR_CLIENT_OUT"
+	check "every check passed in the guest" grep -q "PASSED" "${VM_DIR[s]}/console"
+	checks_result
+}
+
 case_opcodes_vm_vm() {
 	vm_boot s "$VM_A" ". /etc/urd-lib.sh
 urd_serve 18515 urd_vmtool opcodes"
@@ -325,6 +336,7 @@ add_case opcodes_vm_container case_opcodes_vm_container
 add_case opcodes_vm_vm case_opcodes_vm_vm
 add_case uc_vm_container case_uc_vm_container
 add_case mw_vm_container case_mw_vm_container
+add_case mcast_vm_container case_mcast_vm_container
 add_case big_mr case_big_mr
 add_case ram_above_4g case_ram_above_4g
 add_case kill_vm guest_goes_away kill

@@ -24,6 +24,18 @@
  *       data and the bytes around the window are checked.  Last, the
  *       server's WRITE through the client's invalidated key must fail with
  *       IBV_WC_REM_ACCESS_ERR (both QPs go to the error state).
+ *   urd_vmtool mcast [-p PORT] [-d DEV] [HOST]
+ *       UD multicast over the UD QP (Q_Key 0x11111111): both sides join the
+ *       group ::ffff:239.1.2.3 (ibv_attach_mcast) and post 8 RECVs; the
+ *       server sends 3 SENDs to (group, QPN 0xffffff), then the client 3.
+ *       Every member gets every SEND, the sender's own QP too (no loopback
+ *       blocking, as t_mcast): each side checks all 6 RECVs, in order:
+ *       success, IBV_WC_GRH, 40 + 500 bytes, the payload (a distinct
+ *       pattern each), src_qp the sender's UD QP, the GRH's IPv4 header
+ *       from the sender's address to the group.  Then the client leaves
+ *       (ibv_detach_mcast: 0, again: EINVAL) and the server sends once more:
+ *       the server, still a member, gets its own copy; the client nothing
+ *       within 300 ms.  Last, the server leaves too.
  *   urd_vmtool hold [-p PORT] [-d DEV] [HOST]
  *       Connects an RC QP like `opcodes`, says "URD-HOLDING", then keeps
  *       posting SENDs (one every 10 ms, each acknowledged by the peer's
@@ -893,6 +905,209 @@ static int run_mw(const char *host, int port, const char *dev)
 	return failures ? 1 : 0;
 }
 
+/* ---------------------------------------------------------- mcast */
+
+/* Mode mcast: UD SENDs to a multicast group between the two sides' UD QPs. */
+#define MC_LEN      500u
+#define MC_NRECV    8u                      /* 8 RECV slots of 16 KiB fit before OFF_WRITE */
+#define MC_QKEY     0x11111111u             /* the UD QPs' Q_Key (connect_qps) */
+#define MC_SSEED    0x40u                   /* the server's SENDs: seeds 0x40.. */
+#define MC_CSEED    0x50u                   /* the client's: 0x50.. */
+#define MC_LSEED    0x60u                   /* the server's SEND after the client left */
+
+/* ::ffff:239.1.2.3, a RoCE v2 GID of an IPv4 multicast group */
+static void mc_group(union ibv_gid *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->raw[10] = g->raw[11] = 0xff;
+	g->raw[12] = 239;
+	g->raw[13] = 1;
+	g->raw[14] = 2;
+	g->raw[15] = 3;
+}
+
+/* A UD SEND of MC_LEN bytes of pattern seed to the group (QPN 0xffffff). */
+static void mc_send(struct side *s, struct ibv_ah *ah, uint32_t seed, uint64_t id)
+{
+	struct ibv_sge sge = { (uintptr_t)(s->buf + OFF_SEND + (id % 16) * 1024), MC_LEN, s->mr->lkey };
+	struct ibv_send_wr wr;
+
+	fill(s->buf + OFF_SEND + (id % 16) * 1024, MC_LEN, seed);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.opcode = IBV_WR_SEND;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = 0xffffff;
+	wr.wr.ud.remote_qkey = MC_QKEY;
+	post_send(s, &wr);
+}
+
+/* Waits for nsend SEND and nrecv RECV completions, in any order (a sender
+ * in the group gets its own copies on the same CQ); the RECVs go to rw[]. */
+static void mc_collect(struct side *s, unsigned nsend, unsigned nrecv, struct ibv_wc *rw, const char *what)
+{
+	unsigned sends = 0, recvs = 0;
+	struct ibv_wc wc;
+
+	while (sends < nsend || recvs < nrecv) {
+		wait_wc(s, &wc, 20000);
+		if (wc.status != IBV_WC_SUCCESS) {
+			check(false, "%s: a completion in error (status %s, wr_id %llu, opcode %d)", what,
+			      ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.opcode);
+			die("a completion in error ends the test");
+		}
+		if (wc.opcode == IBV_WC_SEND && sends < nsend)
+			sends++;
+		else if (wc.opcode == IBV_WC_RECV && recvs < nrecv)
+			rw[recvs++] = wc;
+		else
+			check(false, "%s: an unexpected completion (wr_id %llu, opcode %d, %u bytes)", what,
+			      (unsigned long long)wc.wr_id, wc.opcode, wc.byte_len);
+	}
+	check(true, "%s: %u SEND and %u RECV completion(s)", what, nsend, nrecv);
+}
+
+/* The RECV in slot `slot` holds the SEND of pattern seed from UD QP src_qpn
+ * of the vRNIC whose GID is src_gid, to the group g. */
+static void mc_check(struct side *s, const struct ibv_wc *wc, uint32_t slot, uint32_t seed, uint32_t src_qpn,
+		     const uint8_t *src_gid, const union ibv_gid *g, const char *what)
+{
+	const uint8_t *p = s->buf + OFF_RECV + slot * RECV_SLOT;
+	uint64_t bad = 0;
+	bool ok;
+
+	check(wc->opcode == IBV_WC_RECV && wc->wr_id == 1000 + slot && (wc->wc_flags & IBV_WC_GRH) &&
+	      wc->byte_len == MC_LEN + 40 && wc->src_qp == src_qpn,
+	      "%s: RECV %llu (slot %u), %u bytes (40 of GRH), GRH flag %s, from QP %#x (expected %#x)", what,
+	      (unsigned long long)wc->wr_id, slot, wc->byte_len, (wc->wc_flags & IBV_WC_GRH) ? "set" : "clear",
+	      wc->src_qp, src_qpn);
+	ok = same(p + 40, MC_LEN, seed, &bad);
+	check(ok, "%s: payload as sent (pattern %#x)", what, seed);
+	if (!ok)
+		say("first difference at byte %llu", (unsigned long long)bad);
+	/* RoCE v2 over IPv4: the IPv4 header is the GRH area's last 20 bytes */
+	check(!memcmp(p + 20 + 16, g->raw + 12, 4) && !memcmp(p + 20 + 12, src_gid + 12, 4),
+	      "%s: the GRH's IPv4 header says %u.%u.%u.%u -> %u.%u.%u.%u", what, p[32], p[33], p[34], p[35],
+	      p[36], p[37], p[38], p[39]);
+}
+
+/* One side's turn to send n SENDs to the group (seeds seed0..), the other's
+ * to listen; both are members, so both check n RECVs from slot first on. */
+static void mc_round(struct side *s, struct ibv_ah *ah, bool sender, unsigned n, uint32_t seed0, uint32_t first,
+		     uint32_t src_qpn, const uint8_t *src_gid, const union ibv_gid *g, const char *who)
+{
+	struct ibv_wc rw[MC_NRECV];
+	char what[96];
+
+	if (sender)
+		for (unsigned i = 0; i < n; i++)
+			mc_send(s, ah, seed0 + i, 40 + first + i);
+	snprintf(what, sizeof(what), "SEND(s) to the group from %s%s", who, sender ? " (our own copies)" : "");
+	mc_collect(s, sender ? n : 0, n, rw, what);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(what, sizeof(what), "multicast SEND %u from %s", i + 1, who);
+		mc_check(s, &rw[i], first + i, seed0 + i, src_qpn, src_gid, g, what);
+	}
+}
+
+static int run_mcast(const char *host, int port, const char *dev)
+{
+	struct ibv_ah_attr aha;
+	struct ibv_ah *mah;
+	union ibv_gid g;
+	struct side s;
+	struct ibv_wc wc;
+	struct timespec t0, t;
+	uint32_t srv_qpn, cli_qpn;
+	const uint8_t *srv_gid, *cli_gid;
+	int fd, rc, n = 0;
+	long ms = 0;
+
+	memset(&s, 0, sizeof(s));
+	setup(&s, dev);
+	fd = host ? tcp_connect(host, port) : tcp_accept(port);
+	connect_qps(&s, fd);
+	srv_qpn = host ? s.peer.ud_qpn : s.ud->qp_num;
+	cli_qpn = host ? s.ud->qp_num : s.peer.ud_qpn;
+	srv_gid = host ? s.peer.gid : s.gid.raw;
+	cli_gid = host ? s.gid.raw : s.peer.gid;
+	say("UD QP %#x, the peer's %#x; group ::ffff:239.1.2.3", s.ud->qp_num, s.peer.ud_qpn);
+
+	mc_group(&g);
+	rc = ibv_attach_mcast(s.ud, &g, 0);
+	check(rc == 0, "ibv_attach_mcast of UD QP %#x to ::ffff:239.1.2.3 (%d)", s.ud->qp_num, rc);
+	memset(s.buf + OFF_RECV, 0, MC_NRECV * RECV_SLOT);
+	for (uint32_t i = 0; i < MC_NRECV; i++)
+		post_recv(&s, s.ud, i);
+	memset(&aha, 0, sizeof(aha));
+	aha.is_global = 1;
+	aha.port_num = 1;
+	aha.grh.dgid = g;
+	aha.grh.sgid_index = 0;
+	aha.grh.hop_limit = 1;
+	mah = ibv_create_ah(s.pd, &aha);
+	if (!mah)
+		die("create_ah to the group: %s", strerror(errno));
+	sync_peer(fd, 0x600);                   /* both are members with RECVs posted */
+
+	/* the server sends, then the client; each member gets all 6 */
+	mc_round(&s, mah, !host, 3, MC_SSEED, 0, srv_qpn, srv_gid, &g, "the server");
+	sync_peer(fd, 0x610);
+	mc_round(&s, mah, !!host, 3, MC_CSEED, 3, cli_qpn, cli_gid, &g, "the client");
+	sync_peer(fd, 0x620);
+
+	/* the client leaves; the server's next SEND reaches the server alone */
+	if (host) {
+		rc = ibv_detach_mcast(s.ud, &g, 0);
+		check(rc == 0, "ibv_detach_mcast (%d)", rc);
+		rc = ibv_detach_mcast(s.ud, &g, 0);
+		check(rc == EINVAL, "ibv_detach_mcast again: EINVAL (%d)", rc);
+	}
+	sync_peer(fd, 0x630);
+	if (!host)
+		mc_round(&s, mah, true, 1, MC_LSEED, 6, srv_qpn, srv_gid, &g, "the server (the client gone)");
+	sync_peer(fd, 0x640);                   /* the server has its own copy */
+	if (host) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (ms < 300 && !(n = ibv_poll_cq(s.cq, 1, &wc))) {
+			usleep(1000);
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		}
+		check(n == 0, "after the detach, nothing reached the client in %ld ms%s", ms,
+		      n ? " (a completion came)" : "");
+		if (n > 0)
+			say("the completion: status %s, wr_id %llu, opcode %d, %u bytes, from QP %#x",
+			    ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.opcode, wc.byte_len,
+			    wc.src_qp);
+	} else {
+		rc = ibv_detach_mcast(s.ud, &g, 0);
+		check(rc == 0, "the server leaves the group (%d)", rc);
+	}
+	sync_peer(fd, 0x650);
+	{
+		int theirs, mine = failures;
+
+		xfer(fd, &mine, sizeof(mine), true);
+		xfer(fd, &theirs, sizeof(theirs), false);
+		say("%d failed checks here, %d at the peer", mine, theirs);
+		failures += theirs;
+	}
+	close(fd);
+	ibv_destroy_ah(mah);
+	ibv_destroy_ah(s.ah);
+	ibv_destroy_qp(s.qp);
+	ibv_destroy_qp(s.ud);
+	ibv_dereg_mr(s.mr);
+	ibv_destroy_cq(s.cq);
+	ibv_dealloc_pd(s.pd);
+	ibv_close_device(s.ctx);
+	say("%s", failures ? "FAILED" : "PASSED");
+	return failures ? 1 : 0;
+}
+
 /* ----------------------------------------------------------- hold */
 
 static int run_hold(const char *host, int port, const char *dev)
@@ -1368,7 +1583,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
-		fprintf(stderr, "usage: urd_vmtool opcodes|uc|mw|hold [-p PORT] [-d DEV] [HOST] | scribble [SECS [SEED]] | badmr | bigmr [MIB]\n");
+		fprintf(stderr, "usage: urd_vmtool opcodes|uc|mw|mcast|hold [-p PORT] [-d DEV] [HOST] | scribble [SECS [SEED]] | badmr | bigmr [MIB]\n");
 		return 2;
 	}
 	mode = argv[1];
@@ -1392,6 +1607,8 @@ int main(int argc, char **argv)
 		mw_mode = true;
 		return run_mw(optind < argc ? argv[optind] : NULL, port, dev);
 	}
+	if (!strcmp(mode, "mcast"))
+		return run_mcast(optind < argc ? argv[optind] : NULL, port, dev);
 	if (!strcmp(mode, "hold"))
 		return run_hold(optind < argc ? argv[optind] : NULL, port, dev);
 	if (!strcmp(mode, "scribble"))
