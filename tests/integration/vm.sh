@@ -24,6 +24,7 @@
 #                            ::ffff:239.1.2.3, each one's SENDs reach both (GRH,
 #                            payload, src_qp checked); after the container's
 #                            detach, the guest's SEND reaches the guest alone
+#   verbs_in_guest           t_resize_cq, t_rereg and t_mw run inside a guest
 #   ram_above_4g      a 4 GiB guest: MRs in RAM above the PCI hole (GPA >= 4 GiB)
 #   big_mr            an MR of 8192 scattered guest frames (segment table in guest RAM)
 #   kill_vm           SIGKILL of QEMU: the peer's QP fails, everything is released
@@ -301,6 +302,19 @@ case_daemon_killed() {
 	checks_result
 }
 
+# The verbs tests of issue 13 whose library side differs in a guest (CQ
+# rings and MRs in guest RAM and the BAR): t_resize_cq, t_rereg and t_mw
+# inside one guest, both ends on its vRNIC (two contexts of one device).
+case_verbs_in_guest() {
+	vm_boot v "$VM_A" "export UNIRDMA_TEST_TIME_SCALE=8
+t_resize_cq && t_rereg && t_mw"
+	vm_finish v 150
+	check "t_resize_cq, t_rereg and t_mw pass in a guest" test $? = 0
+	check "each said so" sh -c "grep -q 'PASS t_resize_cq' '${VM_DIR[v]}/console' &&
+		grep -q 'PASS t_rereg' '${VM_DIR[v]}/console' && grep -q 'PASS t_mw' '${VM_DIR[v]}/console'"
+	checks_result
+}
+
 case_hostile() {
 	local ppid
 	vm_boot b "$VM_A" "urd_vmtool badmr"
@@ -337,6 +351,7 @@ add_case opcodes_vm_vm case_opcodes_vm_vm
 add_case uc_vm_container case_uc_vm_container
 add_case mw_vm_container case_mw_vm_container
 add_case mcast_vm_container case_mcast_vm_container
+add_case verbs_in_guest case_verbs_in_guest
 add_case big_mr case_big_mr
 add_case ram_above_4g case_ram_above_4g
 add_case kill_vm guest_goes_away kill

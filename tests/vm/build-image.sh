@@ -56,6 +56,8 @@ for t in dpkg-deb apt-get flock; do
 done
 LIB=$BUILD/lib/libibverbs.so.1
 TOOL=$BUILD/vm/urd_vmtool
+# verbs tests that also run inside a guest (vm.sh verbs_in_guest)
+VTESTS=(t_resize_cq t_rereg t_mw)
 
 # ---- the kernel ------------------------------------------------------------
 
@@ -167,6 +169,9 @@ build_initramfs() {
 		fi
 	done
 	add_prog "$stage" "$TOOL" /usr/bin/urd_vmtool
+	for p in "${VTESTS[@]}"; do
+		[ -x "$BUILD/tests/$p" ] && add_prog "$stage" "$BUILD/tests/$p" "/usr/bin/$p"
+	done
 	# ours replaces rdma-core's, wherever ldd found that
 	ours=0
 	while read -r p; do
@@ -218,7 +223,8 @@ fi
 stale=1
 if [ -s "$OUT/base.cpio" ]; then
 	stale=0
-	for f in "$LIB" "$TOOL" "$TOP/tests/vm/init" "$TOP/tests/vm/guest-lib.sh" "$0" "$CACHE/e1000.ko"; do
+	for f in "$LIB" "$TOOL" "$TOP/tests/vm/init" "$TOP/tests/vm/guest-lib.sh" "$0" "$CACHE/e1000.ko" \
+		"${VTESTS[@]/#/$BUILD/tests/}"; do
 		[ "$f" -nt "$OUT/base.cpio" ] && stale=1
 	done
 fi
