@@ -884,6 +884,7 @@ struct chaos {
 	bool raw_ok;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
+	struct ibv_mw *mw[2];           /* a type 1 and a type 2 window (binds, invalidations) */
 	uint8_t *buf;
 	struct ibv_cq *cq[2];
 	struct ibv_srq *srq;
@@ -973,9 +974,13 @@ static int chaos_setup(struct chaos *c)
 	if (!c->pd || posix_memalign((void **)&c->buf, 4096, BUFSZ))
 		SETUP_FAIL("ibv_alloc_pd", -ENOMEM);
 	c->mr = ibv_reg_mr(c->pd, c->buf, BUFSZ, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND);
 	if (!c->mr)
 		SETUP_FAIL("ibv_reg_mr", -ENOMEM);
+	c->mw[0] = ibv_alloc_mw(c->pd, IBV_MW_TYPE_1);
+	c->mw[1] = ibv_alloc_mw(c->pd, IBV_MW_TYPE_2);
+	if (!c->mw[0] || !c->mw[1])
+		SETUP_FAIL("ibv_alloc_mw", -ENOMEM);
 	c->cq[0] = snoop_cq(c, 64);
 	c->cq[1] = snoop_cq(c, 64);
 	if (!c->cq[0] || !c->cq[1])
@@ -1058,6 +1063,17 @@ static void evil_send_wqe(struct chaos *c, uint8_t *slot, uint32_t bytes)
 		w->remote_addr = rnd_n(2) ? (uintptr_t)c->buf + rnd_n(BUFSZ) : evil64((uintptr_t)c->buf);
 		w->remote_qpn = rnd_n(2) ? c->qp[4]->qp_num : evil32(c->qp[4]->qp_num);
 		w->remote_qkey = rnd_n(2) ? 0x11111111 : (uint32_t)rnd();
+		/* memory window operations: binds of our windows to our MR,
+		 * nearly right or not at all; invalidations of their keys,
+		 * of the MR's, or of anything */
+		w->bind_mw_rkey = rnd_n(2) ? c->mw[rnd_n(2)]->rkey : evil32(c->mw[0]->rkey);
+		w->bind_mr_lkey = rnd_n(2) ? c->mr->lkey : evil32(c->mr->lkey);
+		w->bind_access = rnd_n(2) ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ : (uint32_t)rnd();
+		w->invalidate_rkey = rnd_n(3) ? c->mw[rnd_n(2)]->rkey : rnd_n(2) ? c->mr->rkey : (uint32_t)rnd();
+		if (w->opcode == URD_WR_BIND_MW && rnd_n(2)) {
+			w->compare_add = rnd_n(BUFSZ);
+			w->rkey = (w->bind_mw_rkey & ~0xffu) | (uint32_t)rnd_n(256);
+		}
 		for (uint32_t i = 0; i < room; i++) {
 			sg[i].addr = rnd_n(2) ? (uintptr_t)c->buf + rnd_n(BUFSZ) : evil64((uintptr_t)c->buf);
 			sg[i].length = rnd_n(2) ? rnd_n(8192) : evil32(BUFSZ);
