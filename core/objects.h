@@ -154,8 +154,7 @@ struct vr_mw {
 	struct vr_pd *pd;
 	uint32_t type;                  /* IBV_MW_TYPE_1 / IBV_MW_TYPE_2 */
 	uint32_t rkey;                  /* URD_MW_KEY_BIT | index << 8 | key */
-	bool bound;                     /* type 2: VALID (else FREE); type 1: has an MR */
-	struct vr_mr *mr;               /* bound to (mr->nmw counts it) */
+	struct vr_mr *mr;               /* bound to (mr->nmw counts it); NULL: type 2 FREE */
 	struct vr_qp *qp;               /* type 2: the QP it is bound to */
 	uint64_t addr, length;
 	uint32_t access;                /* IBV_ACCESS_REMOTE_* it grants */

@@ -165,7 +165,6 @@ void mw_unbind(struct vr_mw *mw)
 		mw->mr->nmw--;
 	mw->mr = NULL;
 	mw->qp = NULL;
-	mw->bound = false;
 	mw->addr = mw->length = 0;
 	mw->access = 0;
 }

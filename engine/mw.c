@@ -33,7 +33,7 @@ static int bind_check(const struct vr_qp *qp, const struct vr_mw *mw, const stru
 	if (w->bind_access & ~(uint32_t)MW_ACCESS)
 		return -EINVAL;         /* ZERO_BASED and the rest: not supported (rxe) */
 	if (mw->type == IBV_MW_TYPE_2) {
-		if (mw->bound || qp->pd != mw->pd || !mr || !len)
+		if (mw->mr || qp->pd != mw->pd || !mr || !len)
 			return -EINVAL;
 	}
 	if (!mr)
@@ -73,7 +73,6 @@ int mw_bind(struct vr_qp *qp, const struct urd_send_wqe *w)
 		mw->addr = w->remote_addr;
 		mw->length = w->compare_add;
 		mw->access = w->bind_access;
-		mw->bound = true;
 	}
 	if (mw->type == IBV_MW_TYPE_2)
 		mw->qp = qp;
@@ -91,7 +90,7 @@ int mw_invalidate(struct vr_qp *qp, uint32_t rkey)
 	mw = mw_by_rkey(qp->vr, rkey);
 	if (!mw || mw->type != IBV_MW_TYPE_2 || mw->pd != qp->pd)
 		return -EINVAL;
-	if (mw->bound && mw->qp != qp)
+	if (mw->mr && mw->qp != qp)
 		return -EINVAL;
 	mw_unbind(mw);
 	return 0;

@@ -122,6 +122,25 @@ void urd_gather_inline(uint8_t *dst, const struct ibv_send_wr *wr)
 	}
 }
 
+/* A BIND_MW's window and MR belong to the QP's context (both post paths). */
+static bool bind_ok(const struct ibv_qp *ibqp, const struct ibv_mw *mw, const struct ibv_mw_bind_info *b)
+{
+	return mw && mw->context == ibqp->context && (!b->mr || b->mr->context == ibqp->context);
+}
+
+/* A BIND_MW's fields of the WQE (abi.h): the window by its current R_Key,
+ * its new R_Key, the MR, the range and the window's access. */
+static void bind_fill(struct urd_send_wqe *w, const struct ibv_mw *mw, uint32_t rkey,
+		      const struct ibv_mw_bind_info *b)
+{
+	w->rkey = rkey;
+	w->bind_mw_rkey = mw->rkey;
+	w->bind_mr_lkey = b->mr ? b->mr->lkey : 0;
+	w->remote_addr = b->addr;
+	w->compare_add = b->length;
+	w->bind_access = b->mw_access_flags;
+}
+
 /* Check wr's opcode and SGE count for this QP and build its WQE header in
  * *w; *inl says whether the payload travels inline.  0, or EINVAL with *why.
  * The one place that turns an ibv_send_wr into a WQE header: the mapped data
@@ -151,19 +170,11 @@ int urd_send_wqe_header(const struct urd_qp *qp, const struct ibv_send_wr *wr,
 	if (op == URD_WR_LOCAL_INV || (info->flags & URD_OPF_INV))
 		w->invalidate_rkey = wr->invalidate_rkey;
 	if (op == URD_WR_BIND_MW) {
-		const struct ibv_mw *mw = wr->bind_mw.mw;
-		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
-
-		if (!mw || mw->context != ibqp->context || (b->mr && b->mr->context != ibqp->context)) {
+		if (!bind_ok(ibqp, wr->bind_mw.mw, &wr->bind_mw.bind_info)) {
 			*why = "bad memory window or MR";
 			return EINVAL;
 		}
-		w->rkey = wr->bind_mw.rkey;
-		w->bind_mw_rkey = mw->rkey;
-		w->bind_mr_lkey = b->mr ? b->mr->lkey : 0;
-		w->remote_addr = b->addr;
-		w->compare_add = b->length;
-		w->bind_access = b->mw_access_flags;
+		bind_fill(w, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
 	}
 	if (info->flags & (URD_OPF_WRITE | URD_OPF_READ)) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
@@ -546,20 +557,13 @@ static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 {
 	struct urd_send_wqe *w;
 
-	if (!mw || !info || mw->context != qpx->qp_base.context ||
-	    (info->mr && info->mr->context != qpx->qp_base.context)) {
+	if (!info || !bind_ok(&qpx->qp_base, mw, info)) {
 		wr_fail(qpx_to_uqp(qpx), EINVAL);
 		return;
 	}
 	w = wr_new(qpx, URD_WR_BIND_MW);
-	if (!w)
-		return;
-	w->rkey = rkey;
-	w->bind_mw_rkey = mw->rkey;
-	w->bind_mr_lkey = info->mr ? info->mr->lkey : 0;
-	w->remote_addr = info->addr;
-	w->compare_add = info->length;
-	w->bind_access = info->mw_access_flags;
+	if (w)
+		bind_fill(w, mw, rkey, info);
 }
 
 static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)

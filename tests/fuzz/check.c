@@ -201,15 +201,15 @@ static void check_vrnic(struct urd_vrnic *vr, struct pset *live_qps, uint32_t *n
 					if (!obj_live(ctx, &mw->mr->obj, OBJ_MR) || mw->mr->pd != mw->pd)
 						fz_fail("MW %#x: bound to an MR that is not live or in another PD",
 							o->handle);
-					if (!mw->bound || !mw->length || mw->addr < mw->mr->iova ||
+					if (!mw->length || mw->addr < mw->mr->iova ||
 					    mw->addr - mw->mr->iova + mw->length > mw->mr->length)
 						fz_fail("MW %#x: binding outside its MR", o->handle);
 					mwrefs[mw->mr->obj.handle & 0xffff]++;
-				} else if (mw->bound || mw->length || mw->access) {
+				} else if (mw->length || mw->access) {
 					fz_fail("MW %#x: bound without an MR", o->handle);
 				}
-				if (mw->type == IBV_MW_TYPE_2 ? (mw->bound != (mw->qp != NULL)) : mw->qp != NULL)
-					fz_fail("MW %#x: type %u, bound %d, QP %p", o->handle, mw->type, mw->bound,
+				if (mw->type == IBV_MW_TYPE_2 ? ((mw->mr != NULL) != (mw->qp != NULL)) : mw->qp != NULL)
+					fz_fail("MW %#x: type %u, MR %p, QP %p", o->handle, mw->type, (void *)mw->mr,
 						(void *)mw->qp);
 				if (mw->qp && (!obj_live(ctx, &mw->qp->obj, OBJ_QP) || mw->qp->pd != mw->pd))
 					fz_fail("MW %#x: bound to a QP that is not live or in another PD", o->handle);
