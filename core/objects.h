@@ -203,6 +203,7 @@ struct vr_qp {
 	struct urd_counters cnt;
 	struct vr_qp *qpn_next;         /* global QPN hash chain (pool.c) */
 	uint32_t nmcast;                /* multicast groups it is attached to (pool.c) */
+	uint8_t cm_slot;                /* 1..255: its vRNIC's CM agent in that slot (daemon/cm.c) */
 	struct engine_qp eng;           /* engine/engine.h: written by the engine only */
 };
 
@@ -215,6 +216,12 @@ struct vr_mcast {
 	uint8_t gid[16];
 };
 #define URD_MCAST_BUCKETS 256
+
+/* A ServiceID a CM agent listens on (daemon/cm.c). */
+struct vr_cm_listen {
+	uint64_t service_id;
+	struct vr_qp *qp;
+};
 
 struct vr_ctx {
 	struct urd_vrnic *vr;
@@ -283,6 +290,12 @@ struct urd_vrnic {
 	uint64_t fs_bytes;
 	bool underlay_addr;             /* daemon/underlay.c put vip on the underlay */
 	bool grhless_av;                /* AVs without a GRH allowed (URD_REGION_GRHLESS_AV) */
+	/* QP1, shared by the CM agents of the processes on this vRNIC
+	 * (include/unirdma/cm.h; daemon/cm.c writes, engine/cm_steer.c reads,
+	 * both under the big lock) */
+	struct vr_qp *cm_agent[URD_CM_MAX_AGENTS + 1];  /* by slot; [0] unused */
+	struct vr_cm_listen *cm_listen;                 /* ncm_listen of them, unordered */
+	uint32_t ncm_listen;
 	struct engine_vrnic eng;        /* engine/engine.h: written by the engine only */
 };
 

@@ -51,6 +51,8 @@ static const struct {
 	[URD_OP_DETACH_MCAST] = { op_detach_mcast, sizeof(struct urd_mcast_req),     true },
 	[URD_OP_ALLOC_MW]    = { op_alloc_mw,    sizeof(struct urd_alloc_mw_req),    true },
 	[URD_OP_DEALLOC_MW]  = { op_dealloc_mw,  sizeof(struct urd_handle_req),      true },
+	[URD_OP_CM_AGENT]    = { op_cm_agent,    sizeof(struct urd_cm_req),          true },
+	[URD_OP_CM_LISTEN]   = { op_cm_listen,   sizeof(struct urd_cm_req),          true },
 };
 
 int ctrl_dispatch(struct urd_vrnic *vr, uint32_t slot, const void *req, uint32_t req_len,

@@ -367,6 +367,7 @@ void qp_free(struct vr_qp *qp)
 	struct urd_vrnic *vr = qp->vr;
 
 	mcast_detach_all(vr->d, qp, mcast_gone);
+	cm_forget(qp);
 	mw_unbind_qp(vr, qp);           /* its type 2 windows are free again */
 	engine_forget(qp);
 	qpn_unlink(vr->d, qp);

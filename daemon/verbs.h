@@ -47,6 +47,8 @@ void srq_free(struct vr_srq *srq);
 uint32_t recv_wqe_bytes(uint32_t max_sge);     /* receive WQE slot for max_sge SGEs */
 /* qp.c */
 handler_fn op_create_qp, op_modify_qp, op_query_qp, op_destroy_qp, op_attach_mcast, op_detach_mcast;
+handler_fn op_cm_agent, op_cm_listen;
+void cm_forget(struct vr_qp *qp);
 void qp_free(struct vr_qp *qp);
 
 /* ring.c: n slots of slot_bytes (both powers of two) in the ring arena,

@@ -154,7 +154,7 @@ void complete_recv(struct vr_qp *qp, uint64_t wr_id, enum ibv_wc_status st, uint
 {
 	const struct urd_send_wqe *w = pkt->wqe;
 	struct recv_info ri = {
-		.src_qpn = pkt->src->qpn, .sl = w->sl, .imm_be = w->imm_data,
+		.src_qpn = qp_src_qpn(pkt->src), .sl = w->sl, .imm_be = w->imm_data,
 		.has_imm = (pkt->op->flags & URD_OPF_IMM) != 0,
 		.solicited = (w->flags & URD_WQE_SOLICITED) != 0,
 		.has_inv = (pkt->op->flags & URD_OPF_INV) != 0, .inv_rkey = w->invalidate_rkey,

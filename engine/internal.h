@@ -125,7 +125,22 @@ struct recv_info {
 
 /* route.c */
 struct vr_qp *route_rc(struct vr_qp *src);
-struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe);
+struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe, const struct packet *pkt);
+
+/* cm_steer.c: QP1's datagrams to the vRNIC's CM agents */
+#define CM_STEER_BYTES 40       /* the MAD header and the first 16 bytes of CM data */
+struct cm_steer_key {
+	bool by_service;                /* REQ, SIDR_REQ: by service_id */
+	uint64_t service_id;
+	uint32_t slot;                  /* otherwise: the agent's slot (0: none) */
+};
+int cm_steer_key(const uint8_t *mad, uint32_t len, struct cm_steer_key *k);
+struct vr_qp *cm_steer(struct urd_vrnic *vr, const uint8_t *mad, uint32_t len);
+/* The QPN a QP's datagrams carry as their source: 1 for a CM agent. */
+static inline uint32_t qp_src_qpn(const struct vr_qp *qp)
+{
+	return qp->cm_slot ? URD_GSI_QPN : qp->qpn;
+}
 
 /* resp.c */
 enum resp_result resp_handle(struct vr_qp *dst, struct packet *pkt);

@@ -324,7 +324,7 @@ static inline enum req_state req_route(struct req_wqe *c)
 		return REQST_DELIVER;
 	}
 
-	c->dst = qp->type == IBV_QPT_UD ? route_ud(qp, c->w) : route_rc(qp);
+	c->dst = qp->type == IBV_QPT_UD ? route_ud(qp, c->w, c->pkt) : route_rc(qp);
 	return REQST_DELIVER;
 }
 

@@ -46,7 +46,28 @@ struct vr_qp *route_rc(struct vr_qp *src)
 	return route(src, src->attr.dest_qp_num, ah->is_global, ah->dgid);
 }
 
-struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe)
+/* QPN 1 of a vRNIC on this host: the CM agent the MAD's first bytes name
+ * (cm_steer.c).  GSI traffic needs the GRH (the vRNIC is found by GID). */
+static struct vr_qp *route_gsi(struct vr_qp *src, const struct urd_send_wqe *wqe, const struct packet *pkt)
 {
-	return route(src, wqe->remote_qpn & 0xffffff, wqe->is_global, wqe->dgid);
+	struct urd_daemon *d = src->vr->d;
+	uint8_t mad[CM_STEER_BYTES];
+	struct urd_vrnic *vr;
+
+	if (!wqe->is_global || pkt->len < CM_STEER_BYTES)
+		return NULL;
+	vr = vrnic_by_gid(d, src->vr->tenant, wqe->dgid);
+	if (!vr || vr->failed)
+		return NULL;
+	vsge_read(&d->eng, mad, pkt->local, pkt->nlocal, 0, CM_STEER_BYTES);
+	return cm_steer(vr, mad, CM_STEER_BYTES);
+}
+
+struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe, const struct packet *pkt)
+{
+	uint32_t dqpn = wqe->remote_qpn & 0xffffff;
+
+	if (dqpn == URD_GSI_QPN)
+		return route_gsi(src, wqe, pkt);
+	return route(src, dqpn, wqe->is_global, wqe->dgid);
 }

@@ -336,7 +336,7 @@ enum resp_result wire_ud_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, 
 	p.h.dqpn = wqe->remote_qpn & 0xffffff;
 	p.h.psn = 0;
 	p.h.qkey = (wqe->remote_qkey & 0x80000000u) ? qp->attr.qkey : wqe->remote_qkey;
-	p.h.sqpn = qp->qpn;
+	p.h.sqpn = qp_src_qpn(qp);
 	p.h.imm_be = wqe->imm_data;
 	p.sip = qp->vr->vip;
 	p.dip = dip;
@@ -485,7 +485,10 @@ static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, ui
 		wire_mcast_rx(d, &rx, g->tenant, (uint32_t)len + 8);
 		return;
 	}
-	qp = rx.h.dqpn > 1 ? qpn_lookup(d, rx.h.dqpn) : NULL;
+	if (rx.h.dqpn == URD_GSI_QPN)
+		qp = cm_steer(local_vrnic_by_ip(d, dip), rx.h.payload, rx.h.payload_len);
+	else
+		qp = rx.h.dqpn > 1 ? qpn_lookup(d, rx.h.dqpn) : NULL;
 	if (!qp || (qp->vr->vip != dip && dip != d->eng.wire->ip) || qp->vr->failed) {
 		rx.cnt->drops[WDROP_NO_QP]++;
 		return;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "priv.h"
+#include "unirdma/cm.h"
 #include "unirdma/opcode.h"
 
 static_assert(sizeof(struct ibv_sge) == sizeof(struct urd_sge) &&
@@ -994,4 +995,24 @@ int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid U
 int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid URD_UNUSED)
 {
 	return mcast_op(qp, gid, URD_OP_DETACH_MCAST);
+}
+
+/* ---- QP1: our librdmacm's CM agents (include/unirdma/cm.h) ---------------- */
+
+int urd_cm_agent(struct ibv_qp *qp)
+{
+	struct urd_cm_req req = { .qp = qp->handle };
+	struct urd_handle_resp resp;
+	int ret;
+
+	ret = urd_ctrl(to_uctx(qp->context), URD_OP_CM_AGENT, &req, sizeof(req), &resp, sizeof(resp), sizeof(resp));
+	return ret ? ret : (int)resp.handle;
+}
+
+int urd_cm_listen(struct ibv_qp *qp, uint64_t service_id, int on)
+{
+	struct urd_cm_req req = { .qp = qp->handle, .on = on ? 1 : 0, .service_id = service_id };
+	struct urd_msg_hdr resp;
+
+	return urd_ctrl(to_uctx(qp->context), URD_OP_CM_LISTEN, &req, sizeof(req), &resp, sizeof(resp), sizeof(resp));
 }

@@ -23,6 +23,7 @@ pkgs=(
 	podman runc                      # CDI tests (tests/integration/podman.sh); runc: crun fails on this host's cgroups
 	openmpi-bin netpipe-openmpi      # MPI over UCX on vRNICs (tests/integration/mpi.sh)
 	libfabric-bin                    # fi_info, fi_pingpong over the verbs provider (tests/integration/libfabric.sh)
+	librdmacm-dev rdmacm-utils       # rdma_cma.h (the ABI our librdmacm implements); rping, udaddy, ... (tests/integration/rdmacm.sh)
 )
 
 # The VM tests' guest kernel comes from linux-image-amd64, fetched with

@@ -452,6 +452,8 @@ enum urd_op {
 	URD_OP_RESIZE_CQ  = 22,
 	URD_OP_ATTACH_MCAST = 23,
 	URD_OP_DETACH_MCAST = 24,
+	URD_OP_CM_AGENT   = 25,         /* include/unirdma/cm.h */
+	URD_OP_CM_LISTEN  = 26,
 	URD_OP_MAX,
 
 	/* 64..79: the forwarding data path, a baseline for benchmarks only
@@ -570,6 +572,20 @@ struct urd_mcast_req {
 	uint32_t handle;
 	uint32_t reserved;
 	uint8_t gid[16];
+};
+
+/* CM_AGENT: make UD QP `qp` its vRNIC's CM agent (include/unirdma/cm.h);
+ * the slot (1..255) comes back in urd_handle_resp.handle.  CM_LISTEN: listen
+ * (on = 1) or stop (on = 0) on service_id with agent `qp`. */
+#define URD_CM_MAX_AGENTS   255u        /* slots 1..255 per vRNIC */
+#define URD_CM_MAX_LISTEN   1024u       /* listened ServiceIDs per vRNIC */
+#define URD_CM_SLOT(id)     ((uint32_t)(id) >> 24)
+#define URD_GSI_QPN         1u
+struct urd_cm_req {
+	struct urd_msg_hdr hdr;
+	uint32_t qp;
+	uint32_t on;
+	uint64_t service_id;
 };
 
 /* A multicast GID (the kernel's rdma_is_multicast_addr). */

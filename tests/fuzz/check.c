@@ -390,6 +390,35 @@ static void check(bool tables)
 			fz_fail("multicast: %llu attachments, QPs count %llu, vRNICs %llu", (unsigned long long)natt,
 				(unsigned long long)nqpatt, (unsigned long long)nvratt);
 	}
+	/* CM agents: live UD QPs of their vRNIC in the slot they say; every
+	 * listen belongs to one, no ServiceID twice */
+	for (int v = 0; v < URD_MAX_VRNICS; v++) {
+		struct urd_vrnic *vr = d->vrnics[v];
+
+		if (!vr)
+			continue;
+		for (uint32_t s = 0; s <= URD_CM_MAX_AGENTS; s++) {
+			struct vr_qp *q = vr->cm_agent[s];
+
+			if (q && (!s || !pset_has(&live, q) || q->vr != vr || q->type != IBV_QPT_UD || q->cm_slot != s))
+				fz_fail("CM agent slot %u of %s: a dead, foreign or non-UD QP, or one in another slot", s,
+					vr->name);
+		}
+		if (vr->ncm_listen > URD_CM_MAX_LISTEN)
+			fz_fail("CM listens of %s: %u, over the limit", vr->name, vr->ncm_listen);
+		for (uint32_t i = 0; i < vr->ncm_listen; i++) {
+			const struct vr_cm_listen *l = &vr->cm_listen[i];
+
+			if (!pset_has(&live, l->qp) || l->qp->vr != vr || !l->qp->cm_slot ||
+			    vr->cm_agent[l->qp->cm_slot] != l->qp)
+				fz_fail("CM listen on %#llx of %s: not a live agent", (unsigned long long)l->service_id,
+					vr->name);
+			for (uint32_t j = 0; j < i; j++)
+				if (vr->cm_listen[j].service_id == l->service_id)
+					fz_fail("CM listen on %#llx of %s: twice", (unsigned long long)l->service_id,
+						vr->name);
+		}
+	}
 	pthread_mutex_unlock(&d->lock);
 	free(live.v);
 }

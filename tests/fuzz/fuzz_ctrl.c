@@ -352,6 +352,36 @@ static void write_seeds(const char *dir)
 		SEED("mw");
 	}
 
+	/* CM agents (include/unirdma/cm.h): two UD QPs become agents, an RC
+	 * QP cannot; listens, a taken ServiceID, a stop of what is not
+	 * listened; a destroyed agent and a dead context leave nothing behind */
+	{
+		struct urd_cm_req c = { .qp = H(3), .on = 1, .service_id = 0x1060000ull + 7471 };
+
+		msg_empty(&b, 0, 0, URD_OP_ALLOC_PD);                     /* H(1) */
+		msg_cq(&b, 0, 0, 16);                                     /* H(2) */
+		msg_qp(&b, 0, 0, IBV_QPT_UD, H(1), H(2), H(2), 0);        /* H(3) */
+		msg_qp(&b, 0, 0, IBV_QPT_UD, H(1), H(2), H(2), 0);        /* H(4) */
+		msg_qp(&b, 0, 0, IBV_QPT_RC, H(1), H(2), H(2), 0);        /* H(5) */
+		msg(&b, 0, 0, URD_OP_CM_LISTEN, &c, sizeof(c));         /* not an agent: EINVAL */
+		msg(&b, 0, 0, URD_OP_CM_AGENT, &c, sizeof(c));
+		msg(&b, 0, 0, URD_OP_CM_AGENT, &c, sizeof(c));          /* twice: EINVAL */
+		msg(&b, 0, 0, URD_OP_CM_LISTEN, &c, sizeof(c));
+		c.qp = H(4);
+		msg(&b, 0, 0, URD_OP_CM_AGENT, &c, sizeof(c));
+		msg(&b, 0, 0, URD_OP_CM_LISTEN, &c, sizeof(c));         /* taken: EADDRINUSE */
+		c.service_id++;
+		msg(&b, 0, 0, URD_OP_CM_LISTEN, &c, sizeof(c));
+		c.on = 0;
+		c.service_id++;
+		msg(&b, 0, 0, URD_OP_CM_LISTEN, &c, sizeof(c));         /* ENOENT */
+		c.qp = H(5);
+		msg(&b, 0, 0, URD_OP_CM_AGENT, &c, sizeof(c));          /* RC: EINVAL */
+		msg_handle(&b, 0, 0, URD_OP_DESTROY_QP, H(3));
+		act(&b, 24, 0, 0);                                        /* slot 0 dies */
+		SEED("cm");
+	}
+
 	msg_mem(&b, 0, 0, URD_OP_MEM_ALLOC, 0, 8192);
 	msg_mem(&b, 0, 0, URD_OP_MEM_ALLOC, 0, 4096);
 	msg_mem(&b, 0, 0, URD_OP_MEM_FREE, 0, 8192);

@@ -72,7 +72,7 @@ run_verbs() {
 	check "the traffic went over the underlay" test "$(cat "$WORK/rx")" -gt 0
 	checks_result
 }
-for t in t_opcodes t_big t_rnr t_ud t_srq t_errors t_recv_sge t_resize_cq t_rereg t_uc t_mw; do
+for t in t_opcodes t_big t_rnr t_ud t_srq t_errors t_recv_sge t_resize_cq t_rereg t_uc t_mw t_cm_agent; do
 	add_case "$t" run_verbs "$t"
 done
 
