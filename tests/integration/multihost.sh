@@ -218,7 +218,8 @@ wire_capture_ok() {
 	check "the traffic crossed the underlay as clean RoCEv2" mh_pcap_check "$MH_PCAP"
 }
 
-# pp PROG OPTIONS...: PROG as server on host 1 and client on host 2.
+# pp PROG OPTIONS...: PROG as server on host 1 and client on host 2, then
+# again with -e (completion events) on the same set-up of the hosts.
 pp() {
 	local prog=$1
 	shift
@@ -226,6 +227,8 @@ pp() {
 	mh_pair 1 h1v1 "$prog $*" 2 h2v1 "$prog $* $SRV" || return 1
 	check "the client's last line reports the iterations" grep -Eq 'iters in [0-9.]+ seconds' "$PAIR_CLIENT_OUT"
 	wire_capture_ok
+	mh_pair 1 h1v1 "$prog -e $*" 2 h2v1 "$prog -e $* $SRV" || return 1
+	check "with -e too" grep -Eq 'iters in [0-9.]+ seconds' "$PAIR_CLIENT_OUT"
 	checks_result
 }
 for prog in ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
@@ -236,7 +239,6 @@ for prog in ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
 	*) sz=4096 ;;
 	esac
 	add_case "wire_$short" pp "$prog" -g 0 -c -n 200 -s "$sz"
-	add_case "wire_$short-e" pp "$prog" -g 0 -c -e -n 200 -s "$sz"
 done
 # (ibv_uc_pingpong across hosts passed by hand; the suite has it against
 # kernel rxe, rxe_interop.sh, and t_uc over the wire, wire_verbs.sh)

@@ -55,26 +55,47 @@ wv_counter() { # wv_counter K EXPR (a python expression over h = the hosts JSON)
 	mh_cli "$1" hosts --json | python3 -c "import json,sys; h=json.load(sys.stdin); print($2)"
 }
 
-run_verbs() {
+# run_one T: the test program T between the hosts (set up), its last lines shown.
+run_one() {
 	local t=$1
 	shift
-	wv_setup || return 1
-	# WV_OTHER: tenant t2's vRNIC h2v2 is the third device (t_mcast)
-	[ -z "${WV_OTHER:-}" ] || ln -s "$(wv_dir 2 h2v2)" "$DEVS/c"
 	[ -x "$TESTS/$t" ] || die "no $TESTS/$t"
 	UNIRDMA_DEVDIR=$DEVS LD_LIBRARY_PATH=$UNIRDMA_LIBDIR timeout 120 "$TESTS/$t" "$@" >"$WORK/$t.out" 2>&1
 	local rc=$?
 	tail -n 3 "$WORK/$t.out" | sed 's/^/  | /'
 	check "$t over the wire passes" test "$rc" -eq 0
+}
+
+# traffic_crossed: the programs' traffic went over the underlay.
+traffic_crossed() {
 	wv_counter 1 "sum(x['counters']['tx_packets'] for x in h['hosts'])" >"$WORK/tx" 2>/dev/null
 	wv_counter 2 "sum(x['counters']['rx_packets'] for x in h['hosts'])" >"$WORK/rx" 2>/dev/null
 	say "  host 1 sent $(cat "$WORK/tx") RoCE packets to known hosts; host 2 received $(cat "$WORK/rx")"
 	check "the traffic went over the underlay" test "$(cat "$WORK/rx")" -gt 0
+}
+
+run_verbs() {
+	wv_setup || return 1
+	# WV_OTHER: tenant t2's vRNIC h2v2 is the third device (t_mcast)
+	[ -z "${WV_OTHER:-}" ] || ln -s "$(wv_dir 2 h2v2)" "$DEVS/c"
+	run_one "$@"
+	traffic_crossed
 	checks_result
 }
-for t in t_opcodes t_big t_rnr t_ud t_srq t_errors t_recv_sge t_resize_cq t_rereg t_uc t_mw t_cm_agent; do
-	add_case "$t" run_verbs "$t"
-done
+
+# Several programs on one set-up of the hosts (the set-up, etcd and two
+# daemons, is most of a short program's time); each program's verdict is a
+# check of its own.
+run_verbs_group() {
+	wv_setup || return 1
+	for t in "$@"; do
+		run_one "$t"
+	done
+	traffic_crossed
+	checks_result
+}
+add_case transfers run_verbs_group t_opcodes t_big t_rnr t_ud t_srq t_recv_sge
+add_case errors run_verbs_group t_errors t_resize_cq t_rereg t_uc t_mw t_cm_agent
 
 # t_mcast: the group has members on both hosts (the sender's host included)
 # and one of tenant t2 on host 2, which must get nothing.
