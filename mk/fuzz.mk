@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # libFuzzer targets for the daemon's parsers of untrusted input (tests/fuzz/).
 #
-#   make fuzz-build     build/fuzz/fuzz_ctrl, fuzz_wqe, fuzz_roce, fuzz_dir (clang,
-#                       -fsanitize=fuzzer,address,undefined)
+#   make fuzz-build     build/fuzz/fuzz_ctrl, fuzz_wqe, fuzz_roce, fuzz_dir, fuzz_cm
+#                       (clang, -fsanitize=fuzzer,address,undefined)
 #   make fuzz           run each target for FUZZ_SECONDS (default 600) from the
 #                       repo corpus tests/fuzz/corpus/<target>/; new inputs go
 #                       to a scratch corpus FUZZ_WORK/corpus/<target>/ (default
@@ -23,7 +23,7 @@
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 600
 FUZZ_JOBS    ?= 1
-FUZZ_TARGETS := ctrl wqe roce dir
+FUZZ_TARGETS := ctrl wqe roce dir cm
 FUZZ_LIBS    ?= -ljson-c -lmicrohttpd -lcurl -lpthread   # what the daemon links with (top Makefile)
 FUZZ_BUILD   := $(BUILD)/fuzz
 FUZZ_WORK    ?= $(FUZZ_BUILD)/work
@@ -51,10 +51,17 @@ $(FUZZ_BUILD)/obj/tests/fuzz/check.o: tests/fuzz/check.c
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(FUZZ_LIBS)
 
+# The CM codec (lib/rdmacm/cm_mad.c) is a library part with no daemon
+# under it: fuzz_cm links the codec alone.
+FUZZ_CM_OBJ  := $(FUZZ_BUILD)/obj/lib/rdmacm/cm_mad.o
+$(FUZZ_BUILD)/obj/tests/fuzz/fuzz_cm.o: FUZZ_CFLAGS += -Ilib/rdmacm
+$(FUZZ_BUILD)/fuzz_cm: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_cm.o $(FUZZ_CM_OBJ)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^
+
 fuzz-build: $(FUZZ_BINS)
 
 # keep the objects (make would delete them as intermediates of the chain)
-.SECONDARY: $(FUZZ_OBJ) $(patsubst %,$(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_TARGETS))
+.SECONDARY: $(FUZZ_OBJ) $(FUZZ_CM_OBJ) $(patsubst %,$(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_TARGETS))
 
 fuzz: fuzz-build
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -13,6 +13,9 @@
 #   dir    the cluster directory client's parsers of what etcd sends (a range
 #          answer and the watch stream, base64 keys and values) and the
 #          engine's tables of hosts and GIDs they feed
+#   cm     the IB CM message codec (lib/rdmacm/cm_mad.c) on MADs from QP1:
+#          decode accepts exactly the valid ones, encode(decode(m)) == m
+#          outside the reserved bits, decode(encode(x)) == x
 # Each case runs its target for $UNIRDMA_FUZZ_TIME seconds (default 6) from
 # a copy of the corpus in tests/fuzz/corpus/<target> (the repo corpus is never
 # written) and fails on any crash, sanitizer report, leak, invariant
@@ -86,4 +89,5 @@ add_case ctrl fuzz_target ctrl
 add_case wqe fuzz_target wqe
 add_case roce fuzz_target roce
 add_case dir fuzz_target dir
+add_case cm fuzz_target cm
 run_cases "$@"
