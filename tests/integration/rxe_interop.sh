@@ -9,8 +9,9 @@
 # underlay is captured with tshark and checked (mhlib.sh mh_pcap_check).
 #
 # rxe_selfcheck   the harness alone: two rxe guests (10.78.0.200 and .202)
-#                 run ibv_rc_pingpong -c and ib_write_bw over br0; the capture
-#                 must be clean RoCEv2.  No unirdma involved.
+#                 run ibv_rc_pingpong -c, ib_write_bw and rping (rdma_cm over
+#                 the kernel's IB CM) over br0; the capture must be clean
+#                 RoCEv2.  No unirdma involved.
 # rxe_*           a container of vRNIC h1v1 (10.78.0.11, host 1, --underlay
 #                 ul0) against the guest, each side once as server and once as
 #                 client.  They skip until the daemon has the wire and
@@ -32,19 +33,24 @@ rxe_selfcheck() {
 	mh_capture start
 	a="echo URD-LISTEN
 ibv_rc_pingpong -d rxe0 -g 1 -c -n 20 -s 4096; echo \"URD-CMD-EXIT \$?\"
-ib_write_bw -d rxe0 -x 1 -F -n 200; echo \"URD-CMD-EXIT \$?\""
+ib_write_bw -d rxe0 -x 1 -F -n 200; echo \"URD-CMD-EXIT \$?\"
+rping -s -a $GUEST -v -C 3; echo \"URD-CMD-EXIT \$?\""
 	b="$RETRY
 retry ibv_rc_pingpong -d rxe0 -g 1 -c -n 20 -s 4096 $GUEST || exit 1
 sleep 1
-retry ib_write_bw -d rxe0 -x 1 -F -n 200 $GUEST"
+retry ib_write_bw -d rxe0 -x 1 -F -n 200 $GUEST || exit 1
+sleep 1
+rping -c -a $GUEST -v -C 3"
 	mh_rxe_boot srv "$GUEST" "$a"
 	mh_rxe_boot cli 10.78.0.202 "$b"
 	mh_rxe_finish cli 120
 	rc=$?
 	mh_rxe_finish srv 20
 	check "the client guest's programs succeeded" test "$rc" -eq 0
-	check "the server guest's pingpong and ib_write_bw succeeded" \
-		test "$(tr -d '\r' <"${MH_RXE_DIR[srv]}/console" | grep -c '^URD-CMD-EXIT 0$')" -eq 2
+	check "the server guest's pingpong, ib_write_bw and rping succeeded" \
+		test "$(tr -d '\r' <"${MH_RXE_DIR[srv]}/console" | grep -c '^URD-CMD-EXIT 0$')" -eq 3
+	check "rping (rdma_cm: IB CM over QP1) between the guests: 3 pings" \
+		test "$(grep -c 'ping data: rdma-ping-' "${MH_RXE_DIR[cli]}/console")" -eq 3
 	check "the pingpong checked its data (-c) and finished" grep -q '20 iters in' "${MH_RXE_DIR[cli]}/console"
 	mh_capture stop
 	check "the underlay capture is clean RoCEv2" mh_pcap_check "$MH_PCAP"

@@ -30,9 +30,12 @@ done
 OUT=$BUILD/vm/rxe
 CACHE=${UNIRDMA_VM_CACHE:-/var/cache/unirdma/vm}
 PROGS=(rdma ibv_devices ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong ibv_uc_pingpong
-	ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat)
+	ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat
+	rping udaddy ucmatose rdma_server rdma_client)
 MODS=(crypto/crc32_generic net/ipv4/udp_tunnel net/ipv6/ip6_udp_tunnel
 	drivers/infiniband/core/ib_core drivers/infiniband/core/ib_uverbs drivers/infiniband/sw/rxe/rdma_rxe
+	fs/configfs/configfs drivers/infiniband/core/ib_cm drivers/infiniband/core/iw_cm
+	drivers/infiniband/core/rdma_cm drivers/infiniband/core/rdma_ucm
 	drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_modern_dev
 	drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci net/core/failover
 	drivers/net/net_failover drivers/net/virtio_net)
@@ -64,7 +67,9 @@ flock 9
 
 # the modules, once per kernel: $CACHE/rxe-modules-KVER/*.ko
 MODDIR=$CACHE/rxe-modules-$KVER
-if [ ! -s "$MODDIR/rdma_rxe.ko" ]; then
+have_mods=1
+for m in "${MODS[@]}"; do [ -s "$MODDIR/$(basename "$m").ko" ] || have_mods=0; done
+if [ "$have_mods" = 0 ]; then
 	log "unpacking the rxe and virtio-net modules of $(basename "$DEB")"
 	tmp=$(mktemp -d "$CACHE/tmp.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
@@ -126,6 +131,8 @@ build_initramfs() {
 		fi
 	done
 	add_prog "$stage" "$MULTIARCH/libibverbs/librxe-rdmav34.so"
+	# glibc dlopens it for pthread_exit/pthread_cancel (rping's threads)
+	add_file "$stage" "$MULTIARCH/libgcc_s.so.1"
 	cp /etc/libibverbs.d/rxe.driver "$stage/etc/libibverbs.d/"
 	for m in "$MODDIR"/*.ko; do cp "$m" "$stage/usr/lib/modules/"; done
 	install -m 0755 "$TOP/tests/vm/rxe-init" "$stage/init"
