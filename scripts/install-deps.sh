@@ -21,6 +21,7 @@ pkgs=(
 	gnuplot-nox fonts-dejavu-core ucx-utils # bench/: the report's plots and their font; UCX's ucx_perftest
 	tshark                           # RoCEv2 captures dissected and checked (tests/integration/roce_wire.sh)
 	podman runc                      # CDI tests (tests/integration/podman.sh); runc: crun fails on this host's cgroups
+	containernetworking-plugins      # bridge, host-local: the CNI chain of unirdma-cni (tests/integration/cni.sh)
 	openmpi-bin netpipe-openmpi      # MPI over UCX on vRNICs (tests/integration/mpi.sh)
 	libfabric-bin                    # fi_info, fi_pingpong over the verbs provider (tests/integration/libfabric.sh)
 	librdmacm-dev rdmacm-utils       # rdma_cma.h (the ABI our librdmacm implements); rping, udaddy, ... (tests/integration/rdmacm.sh)
