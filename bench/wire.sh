@@ -64,6 +64,9 @@ get() { awk -v k="$1" '$1 == k { v = $2 } END { print v }' "$RES"; }
 
 mh_need_wire
 require_prog qperf ib_write_bw ib_write_lat taskset
+# the daemons' UDP GSO trains pass the veths whole to the peer's UDP GRO, as
+# TCP's TSO segments pass to its GRO (engine/wire.h; tests cut them, mhlib.sh)
+MH_GSO_TRAINS=${MH_GSO_TRAINS:-1}
 mh_setup 2 "$MTU" --etcd >/dev/null
 mh_daemon 1 || die "host 1's daemon did not start"
 mh_daemon 2 || die "host 2's daemon did not start"

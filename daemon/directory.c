@@ -2075,6 +2075,8 @@ static json_object *hosts_json(struct urd_daemon *d)
 		ADD_U64(w, "rx_calls", ws.rx_calls);
 		ADD_U64(w, "rx_packets", ws.rx_pkts);
 		ADD_U64(w, "tx_dropped", ws.tx_dropped);
+		ADD_U64(w, "tx_gso_trains", ws.tx_gso_sends);
+		ADD_U64(w, "rx_gro_trains", ws.rx_gro_trains);
 		json_object_object_add(ok, "underlay", w);
 	}
 	pthread_mutex_unlock(&d->lock);

@@ -164,9 +164,10 @@ bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer);
  * destination QP, is dropped and counted. */
 
 /* Start the fabric on underlay dev (before engine_start): bind UDP 4791 on
- * its first IPv4 address and start the wire thread.  0 or -errno, with a
- * message in err. */
-int engine_wire_start(struct urd_daemon *d, const char *dev, char *err, size_t errlen);
+ * its first IPv4 address and start the wire thread; gso: trains of packets
+ * leave with UDP GSO and arrive with UDP GRO (engine/wire.h).  0 or -errno,
+ * with a message in err. */
+int engine_wire_start(struct urd_daemon *d, const char *dev, bool gso, char *err, size_t errlen);
 void engine_wire_stop(struct urd_daemon *d);
 bool engine_wire_on(const struct urd_daemon *d);
 /* The underlay's address (network order), its MTU, and the active MTU of
@@ -189,7 +190,7 @@ bool engine_gid_ip(const uint8_t gid[16], uint32_t *ip);
 
 /* Packets per system call, for the operator and the benchmarks. */
 struct engine_wire_stats {
-	uint64_t tx_calls, tx_pkts, rx_calls, rx_pkts, tx_dropped;
+	uint64_t tx_calls, tx_pkts, rx_calls, rx_pkts, tx_dropped, tx_gso_sends, rx_gro_trains;
 };
 void engine_wire_stats(const struct urd_daemon *d, struct engine_wire_stats *s);
 

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <netinet/udp.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -62,29 +63,88 @@ uint16_t wire_sport(uint32_t qpn)
 
 /* ---- sending ------------------------------------------------------------ */
 
+/* A group of m > 1 packets from k as one UDP GSO message (wire.h). */
+static void gso_msg(struct wire_tx *t, uint32_t k, uint32_t m, uint32_t g, uint32_t *niov)
+{
+	struct msghdr *h = &t->gmsg[g].msg_hdr;
+	struct iovec *iov = t->giov + *niov;
+	uint32_t n = 0;
+	struct cmsghdr *cm;
+
+	for (uint32_t i = k; i < k + m; i++) {
+		memcpy(iov + n, t->iov[i], t->msg[i].msg_hdr.msg_iovlen * sizeof(*iov));
+		n += (uint32_t)t->msg[i].msg_hdr.msg_iovlen;
+	}
+	*niov += n;
+	memset(&t->gmsg[g], 0, sizeof(t->gmsg[g]));
+	h->msg_name = &t->dst[k];
+	h->msg_namelen = sizeof(t->dst[k]);
+	h->msg_iov = iov;
+	h->msg_iovlen = n;
+	h->msg_control = t->gctl[g].buf;
+	h->msg_controllen = sizeof(t->gctl[g].buf);
+	cm = CMSG_FIRSTHDR(h);
+	memcpy(cm, t->ctl[k].buf, CMSG_SPACE(sizeof(struct in_pktinfo)));  /* its IP_PKTINFO */
+	cm = CMSG_NXTHDR(h, cm);
+	cm->cmsg_level = SOL_UDP;
+	cm->cmsg_type = UDP_SEGMENT;
+	cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+	memcpy(CMSG_DATA(cm), &t->pay[k], sizeof(uint16_t));
+}
+
 void wire_flush(struct engine_wire *w)
 {
 	struct wire_tx *t = &w->tx;
-	uint32_t done = 0;
+	uint32_t ng = 0, done = 0, niov = 0;
 
-	while (done < t->n) {
-		int r = sendmmsg(w->fd, t->msg + done, t->n - done, MSG_DONTWAIT);
+	/* one message per group (a lone packet is its own message) */
+	for (uint32_t k = 0; k < t->n;) {
+		uint32_t m = 1;
+
+		while (k + m < t->n && t->gpos[k + m] == m)
+			m++;
+		if (m == 1)
+			t->gmsg[ng] = t->msg[k];
+		else
+			gso_msg(t, k, m, ng, &niov);
+		t->gfirst[ng] = k;
+		t->gn[ng++] = m;
+		k += m;
+	}
+	while (done < ng) {
+		int r = sendmmsg(w->fd, t->gmsg + done, ng - done, MSG_DONTWAIT);
 
 		w->tx_calls++;
 		if (r <= 0) {
 			if (r < 0 && errno == EINTR)
 				continue;
+			if (r < 0 && (errno == EINVAL || errno == EIO) && t->gn[done] > 1) {
+				/* the route cannot do UDP GSO (udp_send_skb wants
+				 * checksum offload): off for good; this group is
+				 * lost (its ICRCs count on GSO's IP IDs), and
+				 * retransmission recovers it */
+				log_warn("wire: UDP GSO refused on %s (%s): sending packet by packet", w->dev,
+					 strerror(errno));
+				w->gso = false;
+				w->tx_dropped += t->gn[done++];
+				continue;
+			}
 			/* a full socket buffer: the rest is lost like a NIC's
 			 * overflowing queue; retransmission recovers it */
-			w->tx_dropped += t->n - done;
+			for (uint32_t g = done; g < ng; g++)
+				w->tx_dropped += t->gn[g];
 			if (r < 0 && errno != EAGAIN && errno != ENOBUFS)
 				log_debug("wire: sendmmsg: %s", strerror(errno));
 			break;
 		}
-		w->tx_pkts += (uint64_t)r;
+		for (uint32_t g = done; g < done + (uint32_t)r; g++) {
+			w->tx_pkts += t->gn[g];
+			w->tx_gso_sends += t->gn[g] > 1;
+		}
 		done += (uint32_t)r;
 	}
 	t->n = 0;
+	t->gopen = false;
 }
 
 /* Adds payload bytes [off, off + len) of the gather list to the iovec list;
@@ -133,6 +193,9 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 	struct cmsghdr *cm;
 	struct wire_counters *c;
 
+	bool mcast = IN_MULTICAST(ntohl(p->dip)), join;
+	uint16_t pay;
+
 	if (t->n == WIRE_BATCH)
 		wire_flush(w);
 	k = t->n;
@@ -140,7 +203,23 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 	h.pkey = 0xffff;
 	hlen = roce_build(t->hdr[k], &h);
 	udp_len = (uint16_t)(8 + hlen + p->pay_len + h.pad + ROCE_ICRC_LEN);
-	crc = roce_icrc_start(p->sip, p->dip, wire_sport(0), 0, udp_len, t->hdr[k]);
+	pay = (uint16_t)(udp_len - 8);
+	/* the next of a GSO train: same addresses, not longer than the
+	 * train's packets (a shorter one ends it), room left (wire.h) */
+	join = t->gopen && k && t->dst[k - 1].sin_addr.s_addr == p->dip && t->sip[k - 1] == p->sip &&
+	       pay <= t->pay[k - 1] && t->gpos[k - 1] + 1u < WIRE_GSO_SEGS && t->gbytes + pay <= WIRE_GSO_BYTES;
+	if (join) {
+		t->gpos[k] = (uint8_t)(t->gpos[k - 1] + 1);
+		t->gbytes += pay;
+		t->gopen = pay == t->pay[k - 1];
+	} else {
+		t->gpos[k] = 0;
+		t->gbytes = pay;
+		t->gopen = w->gso && !mcast;
+	}
+	t->pay[k] = pay;
+	t->sip[k] = p->sip;
+	crc = roce_icrc_start(p->sip, p->dip, wire_sport(0), t->gpos[k], udp_len, t->hdr[k]);
 	crc = roce_icrc_add(crc, t->hdr[k] + ROCE_BTH_LEN, hlen - ROCE_BTH_LEN);
 	t->iov[k][niov].iov_base = t->hdr[k];
 	t->iov[k][niov++].iov_len = hlen;
@@ -187,7 +266,7 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 	pi = (struct in_pktinfo *)CMSG_DATA(cm);
 	memset(pi, 0, sizeof(*pi));
 	pi->ipi_spec_dst.s_addr = p->sip;
-	if (IN_MULTICAST(ntohl(p->dip)))
+	if (mcast)
 		pi->ipi_ifindex = w->ifindex;
 	t->host[k] = p->host;
 	t->n++;
@@ -558,7 +637,7 @@ static void *wire_main(void *arg)
 	struct iovec iov[WIRE_BATCH];
 	struct sockaddr_in src[WIRE_BATCH];
 	union {
-		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl[WIRE_BATCH];
 	uint64_t last_rx = 0;
@@ -569,8 +648,8 @@ static void *wire_main(void *arg)
 		int n;
 
 		for (int i = 0; i < WIRE_BATCH; i++) {
-			iov[i].iov_base = w->rx[i];
-			iov[i].iov_len = WIRE_RX_BUF;
+			iov[i].iov_base = w->rx + (size_t)i * w->rx_size;
+			iov[i].iov_len = w->rx_size;
 			memset(&msg[i].msg_hdr, 0, sizeof(msg[i].msg_hdr));
 			msg[i].msg_hdr.msg_name = &src[i];
 			msg[i].msg_hdr.msg_namelen = sizeof(src[i]);
@@ -589,18 +668,35 @@ static void *wire_main(void *arg)
 		pthread_mutex_lock(&d->lock);
 		w->sleep_until = 0;
 		for (int i = 0; i < n; i++) {
-			uint32_t dip = 0;
+			const uint8_t *buf = w->rx + (size_t)i * w->rx_size;
+			uint32_t dip = 0, len = msg[i].msg_len, seg = 0;
 
 			if (msg[i].msg_hdr.msg_flags & MSG_TRUNC) {
 				d->eng.dir.cnt.drops[WDROP_MALFORMED]++;
 				continue;
 			}
 			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg[i].msg_hdr); cm;
-			     cm = CMSG_NXTHDR(&msg[i].msg_hdr, cm))
+			     cm = CMSG_NXTHDR(&msg[i].msg_hdr, cm)) {
 				if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO)
 					dip = ((struct in_pktinfo *)CMSG_DATA(cm))->ipi_addr.s_addr;
-			wire_rx_one(d, w->rx[i], msg[i].msg_len, src[i].sin_addr.s_addr, dip,
-				    ntohs(src[i].sin_port), now);
+				else if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+					int g;
+
+					memcpy(&g, CMSG_DATA(cm), sizeof(g));
+					seg = g > 0 ? (uint32_t)g : 0;
+				}
+			}
+			/* UDP_GRO: a train of datagrams of seg bytes (the last
+			 * may be shorter), each a RoCE packet of its own */
+			if (seg && len > seg) {
+				w->rx_gro_trains++;
+				w->rx_pkts += (len - 1) / seg;
+			} else {
+				seg = len;
+			}
+			for (uint32_t off = 0; off < len; off += seg)
+				wire_rx_one(d, buf + off, len - off < seg ? len - off : seg, src[i].sin_addr.s_addr,
+					    dip, ntohs(src[i].sin_port), now);
 		}
 		wire_timers(d, now);
 		wire_flush(w);
@@ -666,7 +762,7 @@ static uint32_t mtu_enum(uint32_t dev_mtu)
 	return e;
 }
 
-int engine_wire_start(struct urd_daemon *d, const char *dev, char *err, size_t errlen)
+int engine_wire_start(struct urd_daemon *d, const char *dev, bool gso, char *err, size_t errlen)
 {
 	struct engine_wire *w;
 	struct sockaddr_in sa;
@@ -726,6 +822,17 @@ int engine_wire_start(struct urd_daemon *d, const char *dev, char *err, size_t e
 	setsockopt(w->fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
 	setsockopt(w->fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf));
 	setsockopt(w->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf));
+	/* trains of packets (wire.h): sent with UDP_SEGMENT, received with
+	 * UDP_GRO (then a buffer holds up to 64 KiB of them) */
+	w->gso = gso;
+	w->gro = gso && setsockopt(w->fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0;
+	w->rx_size = w->gro ? WIRE_RX_GRO_BUF : WIRE_RX_BUF;
+	w->rx = malloc((size_t)WIRE_BATCH * w->rx_size);
+	if (!w->rx) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons(ROCE_UDP_PORT);
@@ -748,12 +855,14 @@ int engine_wire_start(struct urd_daemon *d, const char *dev, char *err, size_t e
 		char a[INET_ADDRSTRLEN];
 
 		inet_ntop(AF_INET, &w->ip, a, sizeof(a));
-		log_info("fabric: RoCEv2 on %s (%s, MTU %u, port MTU %u)", dev, a, w->dev_mtu, 128u << w->port_mtu);
+		log_info("fabric: RoCEv2 on %s (%s, MTU %u, port MTU %u, UDP GSO/GRO %s)", dev, a, w->dev_mtu,
+			 128u << w->port_mtu, w->gso ? (w->gro ? "on" : "GSO only") : "off");
 	}
 	return 0;
 fail:
 	close(w->fd);
 	close(w->efd);
+	free(w->rx);
 	free(w);
 	return ret;
 }
@@ -782,11 +891,12 @@ void engine_wire_stop(struct urd_daemon *d)
 	if (w) {
 		if (w->started)
 			pthread_join(w->thread, NULL);
-		log_info("fabric stopped: sent %llu packets in %llu calls (%llu dropped at the socket), "
-			 "received %llu in %llu calls",
+		log_info("fabric stopped: sent %llu packets in %llu calls (%llu GSO trains, %llu dropped at the "
+			 "socket), received %llu in %llu calls (%llu GRO trains)",
 			 (unsigned long long)w->tx_pkts, (unsigned long long)w->tx_calls,
-			 (unsigned long long)w->tx_dropped, (unsigned long long)w->rx_pkts,
-			 (unsigned long long)w->rx_calls);
+			 (unsigned long long)w->tx_gso_sends, (unsigned long long)w->tx_dropped,
+			 (unsigned long long)w->rx_pkts, (unsigned long long)w->rx_calls,
+			 (unsigned long long)w->rx_gro_trains);
 		for (const struct engine_host *h = d->eng.dir.hosts; h; h = h->next)
 			log_counters(h->name, &h->cnt);
 		log_counters("(no host)", &d->eng.dir.cnt);
@@ -795,6 +905,7 @@ void engine_wire_stop(struct urd_daemon *d)
 		pthread_mutex_lock(&d->lock);
 		d->eng.wire = NULL;
 		pthread_mutex_unlock(&d->lock);
+		free(w->rx);
 		free(w);
 	}
 	pthread_mutex_lock(&d->lock);
@@ -839,4 +950,6 @@ void engine_wire_stats(const struct urd_daemon *d, struct engine_wire_stats *s)
 	s->rx_calls = w->rx_calls;
 	s->rx_pkts = w->rx_pkts;
 	s->tx_dropped = w->tx_dropped;
+	s->tx_gso_sends = w->tx_gso_sends;
+	s->rx_gro_trains = w->rx_gro_trains;
 }

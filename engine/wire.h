@@ -30,6 +30,9 @@
 #define WIRE_MAX_IOV     40             /* header, payload pieces, pad + ICRC */
 #define WIRE_HDR_MAX     64             /* BTH and extension headers: at most 40 */
 #define WIRE_RX_BUF      (4096 + 128)   /* one datagram: MTU 4096 payload + headers */
+#define WIRE_RX_GRO_BUF  65536          /* with UDP_GRO: a train of datagrams */
+#define WIRE_GSO_SEGS    64             /* packets per GSO send (the kernel's UDP_MAX_SEGMENTS) */
+#define WIRE_GSO_BYTES   65000          /* UDP payload of one GSO send, at most (IP's 64 KiB less headers) */
 #define WIRE_WINDOW      128            /* unacknowledged PSNs (RXE_MAX_UNACKED_PSNS) */
 #define WIRE_ACK_EVERY   64             /* AckReq at least every this many packets */
 #define WIRE_MAX_INFLIGHT 256           /* WQEs in flight per QP */
@@ -47,10 +50,31 @@ struct wire_gid *wire_gid_find(struct urd_daemon *d, const uint8_t gid[16]);
 void wire_dir_free(struct urd_daemon *d);
 struct engine_host *wire_host_by_qpn(struct urd_daemon *d, uint32_t qpn);
 
-/* One batch of packets under construction. */
+/* One batch of packets under construction.
+ *
+ * UDP GSO (engine_wire.gso): consecutive packets of one length from one
+ * address to one address (the last may be shorter) leave in one send with
+ * UDP_SEGMENT; the kernel cuts the buffer at that length, writes each
+ * piece's IP and UDP headers and numbers the IP IDs 0, 1, 2, ... (an
+ * unconnected socket with DF starts at 0; inet_gso_segment counts up).
+ * Each packet is a whole RoCE packet, BTH to ICRC, whose ICRC was computed
+ * for the ID of its place in its group (gpos), so what leaves is exactly
+ * what rxe or a RoCE NIC would send, packet by packet, in one syscall. */
 struct wire_tx {
 	uint32_t n;
 	struct mmsghdr msg[WIRE_BATCH];
+	uint8_t gpos[WIRE_BATCH];               /* place in its GSO group (0: its first) */
+	uint16_t pay[WIRE_BATCH];               /* UDP payload length */
+	uint32_t sip[WIRE_BATCH];
+	bool gopen;                             /* the last packet's group takes more */
+	uint32_t gbytes;                        /* UDP payload of the open group */
+	struct mmsghdr gmsg[WIRE_BATCH];        /* one per group, at flush */
+	uint32_t gfirst[WIRE_BATCH], gn[WIRE_BATCH];
+	struct iovec giov[WIRE_BATCH * WIRE_MAX_IOV];
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} gctl[WIRE_BATCH];
 	struct iovec iov[WIRE_BATCH][WIRE_MAX_IOV];
 	uint8_t hdr[WIRE_BATCH][WIRE_HDR_MAX];
 	uint8_t trailer[WIRE_BATCH][8];
@@ -77,9 +101,12 @@ struct engine_wire {
 	int efd;                        /* eventfd: an earlier timer wakes the wire thread */
 	struct wire_qp *timers;         /* QPs with something in flight or an RNR wait */
 	struct wire_tx tx;
+	bool gso;                       /* send trains of packets with UDP_SEGMENT */
+	bool gro;                       /* receive them with UDP_GRO */
 	/* packets per syscall */
-	uint64_t tx_calls, tx_pkts, rx_calls, rx_pkts, tx_dropped;
-	uint8_t rx[WIRE_BATCH][WIRE_RX_BUF];
+	uint64_t tx_calls, tx_pkts, rx_calls, rx_pkts, tx_dropped, tx_gso_sends, rx_gro_trains;
+	uint32_t rx_size;               /* bytes of each receive buffer */
+	uint8_t *rx;                    /* WIRE_BATCH buffers of rx_size */
 };
 
 /* A send WQE in flight, copied when it was first sent: the tenant may

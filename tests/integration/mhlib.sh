@@ -140,6 +140,15 @@ mh_setup() {
 			die "veth for host $k failed"
 		ip -n "$MH_BR" link set "h$k" master br0 up
 		ip -n "$(mh_ns "$k")" addr add "$MH_NET.$k/24" dev ul0
+		# The daemons send trains of packets with UDP GSO (engine/wire.h).
+		# A NIC cuts them before the wire; a veth passes them whole, and a
+		# capture on br0 would see 64 KiB trains.  ul0 takes one segment
+		# per packet, so the kernel cuts the trains at the host's edge, as
+		# a NIC without USO would (IP IDs counted up): the captures show
+		# the packets an rxe peer checks.  MH_GSO_TRAINS=1 keeps them
+		# whole to the receiving daemon (its UDP GRO path).
+		[ "${MH_GSO_TRAINS:-0}" = 1 ] || ip -n "$(mh_ns "$k")" link set ul0 gso_max_segs 1 ||
+			die "ip link set ul0 gso_max_segs 1 failed"
 		ip -n "$(mh_ns "$k")" link set ul0 up
 	done
 	say "underlay: br0 in $MH_BR, MTU $MH_MTU, hosts 1..$n at $MH_NET.K/24 (ul0 in urdmh-hK)"
@@ -399,6 +408,7 @@ mh_capture() {
 		wait_for_exit "$MH_TSHARK_PID" 10 || kill -KILL "$MH_TSHARK_PID" 2>/dev/null
 		wait "$MH_TSHARK_PID" 2>/dev/null
 		MH_TSHARK_PID=
+		[ -z "${MH_KEEP_PCAP:-}" ] || cp "$MH_PCAP" "$MH_KEEP_PCAP"
 		;;
 	esac
 }
