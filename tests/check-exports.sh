@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# check-exports.sh - does our libibverbs.so.1 export exactly what rdma-core's does?
+# check-exports.sh - do our libibverbs.so.1 and librdmacm.so.1 export exactly
+# what rdma-core's do?
 #
 # Unmodified verbs programs and the rdma-core providers they load (libmlx5,
 # libefa) are linked with BIND_NOW against versioned symbols, so one missing
@@ -13,15 +14,49 @@
 # the version nodes and their parent chain match rdma-core 44's, the soname,
 # and that it needs no glibc symbol version above 2.28.
 #
-# Usage: tests/check-exports.sh [path/to/libibverbs.so.1]
-#        (default: build/lib/libibverbs.so.1 in the repository)
+# librdmacm.so.1 (lib/rdmacm/) is checked the same way against
+# shared/reference/librdmacm-exports.txt, with rdma-core's chain
+# RDMACM_1.0 <- 1.1 <- 1.2 <- 1.3.  The library is told by its file name.
+#
+# Usage: tests/check-exports.sh [path/to/libibverbs.so.1 | path/to/librdmacm.so.1]
+#        (default: both, in build/lib of the repository)
 # Exit:  0 pass, 1 fail, 77 skip (library, list or objdump missing).
 
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
-lib=${1:-$here/../build/lib/libibverbs.so.1}
-list=${EXPORTS_LIST:-$here/../../shared/reference/libibverbs-exports.txt}
+
+if [ $# -eq 0 ]; then
+	rc_all=77
+	for l in libibverbs.so.1 librdmacm.so.1; do
+		echo "== $l"
+		bash "$0" "$here/../build/lib/$l"
+		rc=$?
+		if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
+			rc_all=1
+		elif [ "$rc" = 0 ] && [ "$rc_all" = 77 ]; then
+			rc_all=0
+		fi
+	done
+	exit "$rc_all"
+fi
+
+lib=$1
+case $(basename "$lib") in
+librdmacm.so*)
+	libname=librdmacm.so.1
+	list=${EXPORTS_LIST:-$here/../../shared/reference/librdmacm-exports.txt}
+	chain="RDMACM_1.0 RDMACM_1.1 RDMACM_1.2 RDMACM_1.3"
+	private_nodes=""
+	;;
+*)
+	libname=libibverbs.so.1
+	list=${EXPORTS_LIST:-$here/../../shared/reference/libibverbs-exports.txt}
+	chain="IBVERBS_1.0 IBVERBS_1.1 IBVERBS_1.5 IBVERBS_1.6 IBVERBS_1.7 IBVERBS_1.8 IBVERBS_1.9
+	       IBVERBS_1.10 IBVERBS_1.11 IBVERBS_1.12 IBVERBS_1.13 IBVERBS_1.14"
+	private_nodes="IBVERBS_PRIVATE_34"
+	;;
+esac
 
 skip() { echo "SKIP: $*"; exit 77; }
 
@@ -115,8 +150,8 @@ report "non-default versions leaking (VERSION name)" "$tmp/bad-hidden"
 if command -v readelf >/dev/null 2>&1; then
 	readelf -V -d -W "$lib" >"$tmp/readelf" 2>/dev/null
 	soname=$(sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p' "$tmp/readelf")
-	if [ "$soname" != "libibverbs.so.1" ]; then
-		echo "soname is '${soname}', want 'libibverbs.so.1'"
+	if [ "$soname" != "$libname" ]; then
+		echo "soname is '${soname}', want '$libname'"
 		fail=1
 	fi
 	# "NODE PARENT" per version definition, - for none.
@@ -142,13 +177,13 @@ report "missing version nodes" "$tmp/missing-nodes"
 report "extra version nodes" "$tmp/extra-nodes"
 
 prev=-
-for node in IBVERBS_1.0 IBVERBS_1.1 IBVERBS_1.5 IBVERBS_1.6 IBVERBS_1.7 \
-	    IBVERBS_1.8 IBVERBS_1.9 IBVERBS_1.10 IBVERBS_1.11 IBVERBS_1.12 \
-	    IBVERBS_1.13 IBVERBS_1.14; do
+for node in $chain; do
 	echo "$node $prev"
 	prev=$node
 done >"$tmp/want-parents"
-echo "IBVERBS_PRIVATE_34 -" >>"$tmp/want-parents"
+for node in $private_nodes; do
+	echo "$node -"
+done >>"$tmp/want-parents"
 [ ! -f "$own" ] || grep -v '^#' "$own" | awk 'NF == 2 { print $1, "-" }' | sort -u >>"$tmp/want-parents"
 LC_ALL=C sort -o "$tmp/want-parents" "$tmp/want-parents"
 if [ ! -s "$tmp/parents" ]; then
