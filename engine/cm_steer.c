@@ -14,8 +14,11 @@
 #define MAD_ATTR_ID      16
 #define MAD_DATA         24
 #define CM_ATTR_REQ      0x0010
+#define CM_ATTR_REJ      0x0012
 #define CM_ATTR_SIDR_REQ 0x0017
 #define CM_ATTR_SIDR_REP 0x0018
+#define CM_REJ_INVALID_SERVICE_ID 8
+#define CM_SIDR_UNSUPPORTED       1
 
 static uint32_t be32_at(const uint8_t *p)
 {
@@ -58,4 +61,47 @@ struct vr_qp *cm_steer(struct urd_vrnic *vr, const uint8_t *mad, uint32_t len)
 		if (vr->cm_agent[s])
 			return vr->cm_agent[s];
 	return NULL;
+}
+
+/* A vRNIC on which no process runs a CM agent still answers a connection
+ * request at once, as a kernel's IB CM does for a ServiceID nobody listens
+ * on (cm_req_handler, cm_sidr_req_handler): a REJ "invalid service ID" to a
+ * REQ, a SIDR_REP "unsupported" to a SIDR_REQ, with the request's TID and
+ * its comm ID / request ID.  Anything else gets no answer.  true: out holds
+ * the answer, to go back to the requester's QP with the GSI Q_Key. */
+bool cm_unserved_answer(const uint8_t *mad, uint32_t len, uint8_t out[CM_MAD_BYTES])
+{
+	struct cm_steer_key k;
+	uint16_t attr;
+
+	if (len < CM_MAD_BYTES || cm_steer_key(mad, len, &k) || !k.by_service || mad[0] != 1 || mad[2] != 2 ||
+	    mad[3] != 0x03)
+		return false;
+	attr = (uint16_t)(mad[MAD_ATTR_ID] << 8 | mad[MAD_ATTR_ID + 1]);
+	memset(out, 0, CM_MAD_BYTES);
+	memcpy(out, mad, 4);                            /* base, class, class version, method Send */
+	memcpy(out + 8, mad + 8, 8);                    /* the request's TID */
+	if (attr == CM_ATTR_REQ) {
+		out[MAD_ATTR_ID + 1] = CM_ATTR_REJ;
+		/* LocalCommID: the REQ's RemoteCommID (0); RemoteCommID: its
+		 * LocalCommID; message REJected: REQ (0); no ARI */
+		memcpy(out + MAD_DATA, mad + MAD_DATA + 4, 4);
+		memcpy(out + MAD_DATA + 4, mad + MAD_DATA, 4);
+		out[MAD_DATA + 11] = CM_REJ_INVALID_SERVICE_ID;
+	} else {
+		out[MAD_ATTR_ID + 1] = CM_ATTR_SIDR_REP;
+		memcpy(out + MAD_DATA, mad + MAD_DATA, 4);          /* RequestID */
+		out[MAD_DATA + 4] = CM_SIDR_UNSUPPORTED;
+		memcpy(out + MAD_DATA + 12, mad + MAD_DATA + 8, 8); /* ServiceID */
+	}
+	return true;
+}
+
+/* Is there a CM agent on vr? */
+bool cm_served(const struct urd_vrnic *vr)
+{
+	for (uint32_t s = 1; s <= URD_CM_MAX_AGENTS; s++)
+		if (vr->cm_agent[s])
+			return true;
+	return false;
 }

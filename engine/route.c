@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "roce.h"
 
 static struct urd_vrnic *vrnic_by_gid(struct urd_daemon *d, const char *tenant, const uint8_t gid[16])
 {
@@ -46,6 +47,25 @@ struct vr_qp *route_rc(struct vr_qp *src)
 	return route(src, src->attr.dest_qp_num, ah->is_global, ah->dgid);
 }
 
+/* A connection request to a vRNIC where nobody runs a CM: its answer
+ * (cm_steer.c) goes straight back to the requesting QP, as from QP1. */
+static void cm_answer_unserved(struct urd_vrnic *vr, struct vr_qp *src, const struct packet *pkt)
+{
+	struct urd_daemon *d = vr->d;
+	uint8_t req[CM_MAD_BYTES], rep[CM_MAD_BYTES], grh[40];
+	struct recv_info ri = { .src_qpn = URD_GSI_QPN, .grh = grh };
+
+	if (pkt->len < CM_MAD_BYTES || src->attr.qkey != ROCE_GSI_QKEY ||
+	    (src->state != IBV_QPS_RTR && src->state != IBV_QPS_RTS && src->state != IBV_QPS_SQD))
+		return;
+	vsge_read(&d->eng, req, pkt->local, pkt->nlocal, 0, CM_MAD_BYTES);
+	if (!cm_unserved_answer(req, CM_MAD_BYTES, rep))
+		return;
+	/* UDP: 8, BTH 12, DETH 8, the MAD, ICRC 4 */
+	grh_fill(grh, vr->vip, src->vr->vip, 8 + 12 + 8 + CM_MAD_BYTES + 4);
+	recv_deliver_ud(src, &ri, rep, CM_MAD_BYTES);
+}
+
 /* QPN 1 of a vRNIC on this host: the CM agent the MAD's first bytes name
  * (cm_steer.c).  GSI traffic needs the GRH (the vRNIC is found by GID). */
 static struct vr_qp *route_gsi(struct vr_qp *src, const struct urd_send_wqe *wqe, const struct packet *pkt)
@@ -60,6 +80,8 @@ static struct vr_qp *route_gsi(struct vr_qp *src, const struct urd_send_wqe *wqe
 	if (!vr || vr->failed)
 		return NULL;
 	vsge_read(&d->eng, mad, pkt->local, pkt->nlocal, 0, CM_STEER_BYTES);
+	if (!cm_served(vr))
+		cm_answer_unserved(vr, src, pkt);
 	return cm_steer(vr, mad, CM_STEER_BYTES);
 }
 

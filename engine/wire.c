@@ -476,6 +476,32 @@ static void wire_mcast_rx(struct urd_daemon *d, struct wire_rx *rx, const char *
 		rx->cnt->drops[WDROP_NO_QP]++;
 }
 
+/* A connection request from another host to a vRNIC where nobody runs a
+ * CM: the answer a kernel's CM would give (cm_steer.c), from QP1 to the
+ * requesting QP, with the GSI Q_Key.  The requester is a GID the directory
+ * puts in the vRNIC's tenant (wire_rx_one checked both). */
+static void wire_cm_answer_unserved(struct urd_daemon *d, struct urd_vrnic *vr, const struct wire_rx *rx)
+{
+	uint8_t rep[CM_MAD_BYTES];
+	struct wire_pkt_out p;
+
+	if ((rx->h.opcode != ROCE_UD_SEND_ONLY && rx->h.opcode != ROCE_UD_SEND_ONLY_IMM) ||
+	    rx->h.qkey != ROCE_GSI_QKEY || !cm_unserved_answer(rx->h.payload, rx->h.payload_len, rep))
+		return;
+	memset(&p, 0, sizeof(p));
+	p.h.opcode = ROCE_UD_SEND_ONLY;
+	p.h.dqpn = rx->h.sqpn;
+	p.h.qkey = ROCE_GSI_QKEY;
+	p.h.sqpn = URD_GSI_QPN;
+	p.sip = vr->vip;
+	p.dip = rx->sip;
+	p.flat = rep;
+	p.pay_len = CM_MAD_BYTES;
+	p.host = rx->host;
+	p.eng = &d->eng;
+	wire_emit(d->eng.wire, &p);
+}
+
 /* Multicast groups are memberships of the one wire socket, and the kernel
  * allows a socket net.ipv4.igmp_max_memberships of them (20 by default, per
  * network namespace): raised to URD_MAX_MCAST_ATTACH when lower, and said. */
@@ -564,9 +590,13 @@ static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, ui
 		wire_mcast_rx(d, &rx, g->tenant, (uint32_t)len + 8);
 		return;
 	}
-	if (rx.h.dqpn == URD_GSI_QPN)
-		qp = cm_steer(local_vrnic_by_ip(d, dip), rx.h.payload, rx.h.payload_len);
-	else
+	if (rx.h.dqpn == URD_GSI_QPN) {
+		struct urd_vrnic *vr = local_vrnic_by_ip(d, dip);
+
+		if (vr && !vr->failed && !cm_served(vr) && !strcmp(g->tenant, vr->tenant))
+			wire_cm_answer_unserved(d, vr, &rx);
+		qp = cm_steer(vr, rx.h.payload, rx.h.payload_len);
+	} else
 		qp = rx.h.dqpn > 1 ? qpn_lookup(d, rx.h.dqpn) : NULL;
 	if (!qp || (qp->vr->vip != dip && dip != d->eng.wire->ip) || qp->vr->failed) {
 		rx.cnt->drops[WDROP_NO_QP]++;

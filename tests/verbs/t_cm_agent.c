@@ -17,7 +17,10 @@
  *   - errors: an RC QP or a second call cannot be an agent (EINVAL), a
  *     non-agent cannot listen (EINVAL), stopping an unknown listen ENOENT;
  *   - a destroyed agent stops listening: X is free again and unlistened REQs
- *     go to the next lowest agent.
+ *     go to the next lowest agent;
+ *   - a vRNIC with no agent at all answers as a kernel CM would: a REQ gets
+ *     a REJ "invalid service ID" (8) with the REQ's TID and comm ID, a
+ *     SIDR_REQ a SIDR_REP "unsupported" (1); anything else no answer.
  */
 #include "helpers.h"
 
@@ -97,6 +100,39 @@ static void send_mad(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah, ui
 	wr.wr.ud.remote_qkey = qkey;
 	CHECK_OK(ibv_post_send(qp, &wr, &bad));
 	t_expect_wc(cq, &wc, 99, IBV_WC_SUCCESS, IBV_WC_SEND);
+}
+
+/* Send from a and take the answer that comes back to a: in one host it may
+ * complete before the SEND itself. */
+static const uint8_t *send_for_answer(struct rx *a, struct ibv_ah *ah, struct ibv_wc *ans)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_sge sg = t_sge(abuf, MAD, amr->lkey);
+	bool sent = false, got = false;
+	struct ibv_wc wc;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 99;
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = 1;
+	wr.wr.ud.remote_qkey = GSI_QKEY;
+	CHECK_OK(ibv_post_send(a->qp, &wr, &bad));
+	while (!sent || !got) {
+		CHECK(t_poll(a->cq, &wc, 2000) == 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		if (wc.opcode == IBV_WC_SEND) {
+			sent = true;
+		} else {
+			CHECK_EQ(wc.opcode, IBV_WC_RECV);
+			*ans = wc;
+			got = true;
+		}
+	}
+	return a->buf + ans->wr_id * SLOT + 40;
 }
 
 /* The MAD arrives at `to` (and nowhere else among all[]), whole, from src_qp. */
@@ -218,6 +254,35 @@ int main(void)
 	send_mad(a.qp, a.cq, ah, MAD, GSI_QKEY);
 	expect_at(&g[1], g + 1, 2, 1);
 	CHECK_OK(urd_cm_listen(g[2].qp, SID_X, 0));
+
+	/* nobody on B's QP1: the daemon answers for it */
+	CHECK_OK(ibv_destroy_qp(g[1].qp));
+	CHECK_OK(ibv_destroy_qp(g[2].qp));
+	mad(abuf, 7, 0x10, 0x0100000c, 0, SID_Y, 15);
+	memset(abuf + 8, 0xa5, 8);                                /* TID */
+	{
+		struct ibv_wc wc;
+		const uint8_t *r = send_for_answer(&a, ah, &wc);
+
+		CHECK_EQ(wc.src_qp, 1);
+		CHECK_EQ(wc.byte_len, 40 + MAD);
+		CHECK(r[1] == 7 && r[3] == 3 && r[16] == 0 && r[17] == 0x12);    /* CM, Send, REJ */
+		CHECK(!memcmp(r + 8, abuf + 8, 8));                             /* the REQ's TID */
+		CHECK(r[28] == 1 && r[29] == 0 && r[30] == 0 && r[31] == 0x0c);  /* RemoteCommID */
+		CHECK(r[34] == 0 && r[35] == 8);                                 /* reason 8 */
+		CHECK(r[32] >> 6 == 0);                                          /* about the REQ */
+	}
+	mad(abuf, 7, 0x17, 0x0100000d, 0xffff0000, SID_Y, 16);   /* SIDR_REQ */
+	{
+		struct ibv_wc wc;
+		const uint8_t *r = send_for_answer(&a, ah, &wc);
+
+		CHECK(r[17] == 0x18 && r[24] == 1 && r[27] == 0x0d && r[28] == 1);  /* SIDR_REP, id, unsupported */
+		CHECK(!memcmp(r + 24 + 12, abuf + 24 + 8, 8));                        /* ServiceID */
+	}
+	mad(abuf, 7, 0x13, 0x0100000e, 1u << 24 | 5, 0, 17);      /* a REP: no answer */
+	send_mad(a.qp, a.cq, ah, MAD, GSI_QKEY);
+	CHECK_EQ(t_cq_quiet(a.cq, 300), 0);
 	t_pass();
 	return 0;
 }
