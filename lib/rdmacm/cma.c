@@ -193,15 +193,25 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 
 	if (!c)
 		return;
+	bool busy;
+
 	pthread_mutex_lock(&g_cma.lock);
 	while ((e = c->head)) {
 		c->head = e->next;
 		free(e);
 	}
+	c->tail = NULL;
+	c->closed = true;
+	busy = c->readers > 0;
 	pthread_mutex_unlock(&g_cma.lock);
-	close(c->ch.fd);
+	/* A thread still waiting in rdma_get_cm_event keeps the channel (its
+	 * read end and memory): it sees the write end close and then blocks
+	 * for good, as a read of a kernel channel does (rdma_get_cm_event). */
 	close(c->wfd);
-	free(c);
+	if (!busy) {
+		close(c->ch.fd);
+		free(c);
+	}
 }
 
 struct cma_event *cma_event_new(struct cma_id *id, enum rdma_cm_event_type type, int status)
@@ -254,21 +264,40 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 
 	if (!ch || !event)
 		return err(EINVAL);
+	pthread_mutex_lock(&g_cma.lock);
+	ch->readers++;
+	pthread_mutex_unlock(&g_cma.lock);
 	for (;;) {
 		ssize_t n = read(ch->ch.fd, &b, 1);
 
 		if (n < 0) {
-			if (errno == EINTR)
+			int e0 = errno;
+
+			if (e0 == EINTR)
 				continue;
-			return -1;      /* EAGAIN on an O_NONBLOCK channel */
+			pthread_mutex_lock(&g_cma.lock);
+			ch->readers--;
+			pthread_mutex_unlock(&g_cma.lock);
+			return err(e0);         /* EAGAIN on an O_NONBLOCK channel */
 		}
-		if (n == 0)
-			return err(EIO);
 		pthread_mutex_lock(&g_cma.lock);
+		if (n == 0 || ch->closed) {
+			/* Another thread destroyed the channel while this one
+			 * waited (rdma_destroy_event_channel left it to us).  A
+			 * kernel channel's read stays blocked then (the waiting
+			 * read holds the file), and programs rely on it: rping's
+			 * CM thread still waits when main destroys the channel
+			 * and returns, and exits the process on an error.  Block
+			 * for good too. */
+			pthread_mutex_unlock(&g_cma.lock);
+			for (;;)
+				pause();
+		}
 		e = ch->head;
 		if (e) {
 			chan_unlink(ch, NULL, e);
 			e->owner->delivered++;
+			ch->readers--;
 		}
 		pthread_mutex_unlock(&g_cma.lock);
 		if (e) {

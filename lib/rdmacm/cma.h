@@ -47,6 +47,8 @@ struct cma_chan {
 	struct rdma_event_channel ch;   /* first: ch.fd is the pipe's read end */
 	int wfd;
 	struct cma_event *head, *tail;
+	uint32_t readers;               /* threads inside rdma_get_cm_event */
+	bool closed;                    /* destroyed while some of them waited */
 };
 
 struct cma_ah {

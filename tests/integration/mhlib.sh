@@ -536,10 +536,11 @@ mh_rxe_finish() {
 # mh_pair [-p PORT] [--persistent] A VRA SCMD B VRB CCMD: run_pair across hosts:
 # the server in a container of VRA on host A, the client of VRB on host B.
 mh_pair() {
-	local port=18515 persistent=0
+	local port=18515 persistent=0 ready=
 	while :; do
 		case $1 in
 		-p) port=$2; shift 2 ;;
+		-w) ready=$2; shift 2 ;;   # ready when the server prints this (ERE), not a TCP port
 		--persistent) persistent=1; shift ;;
 		*) break ;;
 		esac
@@ -557,7 +558,11 @@ mh_pair() {
 	SERVER_PIDS+=("$spid")
 	for ((i = 0; i < 300; i++)); do
 		init=$(cat "$pidf" 2>/dev/null)
-		[ -n "$init" ] && listening "$init" "$port" && break
+		if [ -n "$ready" ]; then
+			grep -Eq "$ready" "$PAIR_SERVER_OUT" 2>/dev/null && break
+		elif [ -n "$init" ] && listening "$init" "$port"; then
+			break
+		fi
 		if ! kill -0 "$spid" 2>/dev/null; then
 			wait "$spid"
 			say "server exited (code $?) before listening on port $port; its output:"

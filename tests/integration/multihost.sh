@@ -291,6 +291,32 @@ for op in send write read atomic; do
 	add_case "wire_ib_$op" perf "ib_${op}_bw" 200 "ib_${op}_lat" 100
 done
 
+# wire_rdmacm: rdma_cm programs between the hosts through our librdmacm:
+# the IB CM's MADs go QP1 to QP1 over RoCEv2 (include/unirdma/cm.h).  rping
+# (RC, data checked by -v), udaddy (UD, SIDR), ib_write_bw -R; a REQ to a
+# port nobody listens on, on a vRNIC with no CM agent at all, gets host 1's
+# daemon's REJ 8 over the wire at once.  The capture of it all is clean.
+wire_rdmacm() {
+	require_prog rping udaddy ib_write_bw
+	local cm="env UNIRDMA_CM_DEBUG=1" ready='rdmacm: listening' t0
+	wire_setup || return 1
+	mh_pair -w "$ready" 1 h1v1 "$cm rping -s -a $SRV -v -C 5" 2 h2v1 "rping -c -a $SRV -v -C 5" || return 1
+	check "rping: 5 pings came back" test "$(grep -c '^ping data: rdma-ping-' "$PAIR_CLIENT_OUT")" -eq 5
+	mh_pair -w "$ready" 1 h1v1 "$cm udaddy -b $SRV" 2 h2v1 "udaddy -s $SRV" || return 1
+	check "udaddy (SIDR): the test completes" grep -q 'test complete' "$PAIR_CLIENT_OUT"
+	mh_pair -w "$ready" 1 h1v1 "$cm ib_write_bw -R -F -x 0 -n 200" 2 h2v1 "ib_write_bw -R -F -x 0 -n 200 $SRV" ||
+		return 1
+	check "ib_write_bw -R: non-zero figures" results_ok "$PAIR_CLIENT_OUT" bw
+	wire_capture_ok
+	t0=$SECONDS
+	mh_container 2 h2v1 -- rping -c -a "$SRV" -p 7999 -C 1 >"$WORK/rej.out" 2>&1
+	sed 's/^/  | /' "$WORK/rej.out"
+	check "a port nobody listens on: REJECTED with reason 8" grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$WORK/rej.out"
+	check "at once (under 5 s), not after the REQ's retries" test $((SECONDS - t0)) -lt 5
+	checks_result
+}
+add_case wire_rdmacm wire_rdmacm
+
 wire_qperf() {
 	require_prog qperf
 	wire_setup || return 1
