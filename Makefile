@@ -92,6 +92,7 @@ $(DAEMON): $(DAEMON_OBJ) $(ENGINE_LIB)
 $(CLI): $(CLI_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -ljson-c
+	ln -sf unirdma $(BUILD)/bin/unirdma-cni  # the CNI plugin (cli/cni.c)
 
 # The C tests link against our library (so its symbol versions are checked at
 # link time) and run with LD_LIBRARY_PATH=$(BUILD)/lib.

@@ -1,61 +1,74 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* cmd-cdi.c: `unirdma cdi-hook NAME`, the createRuntime hook of the CDI
- * spec the daemon keeps (daemon/cdi.c).  A container runtime runs it after
- * it made the container's namespaces and before the program starts, with
- * the OCI state ({"ociVersion", "id", "pid", "bundle", ...}) on stdin.  It
- * gives the container's network namespace what `unirdma exec` gives its
- * containers: eth0 on the tenant's bridge with the vRNIC's address. */
+/* cmd-cdi.c: `unirdma cdi-hook NAME` and `unirdma cdi-hook --cni`, the
+ * createRuntime hooks of the CDI specs the daemon keeps (daemon/cdi.c).  A
+ * container runtime runs them after it made the container's namespaces and
+ * mounts and before pivot_root and the program, with the OCI state
+ * ({"ociVersion", "id", "pid", "bundle", ...}) on stdin.
+ *
+ *   NAME   gives the container's network namespace what `unirdma exec`
+ *          gives its containers: eth0 on the tenant's bridge with the
+ *          vRNIC's address.
+ *   --cni  (device unirdma.io/vrnic=cni) CNI made the network and
+ *          unirdma-cni the vRNIC (cni.c), which the spec could not name:
+ *          finds the vRNIC whose recorded CNI_NETNS is the container's
+ *          network namespace and mounts its region file at
+ *          /run/unirdma/dev/NAME/region in the container (the device's
+ *          tmpfs): open_tree() of the region in our mount namespace,
+ *          setns() into the container's, move_mount() under its rootfs. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "cni.h"
+
+#ifndef __NR_open_tree  /* the same number on x86_64 and aarch64 (sandbox.c) */
+#define __NR_open_tree 428
+#endif
+#ifndef __NR_move_mount
+#define __NR_move_mount 429
+#endif
+#ifndef __NR_openat2
+#define __NR_openat2 437
+#endif
 
 #define STATE_MAX (1 << 20)     /* the OCI state is small: annotations at most */
+#define CONFIG_MAX (16 << 20)   /* the bundle's config.json */
+#define CNI_VRNICS_MAX 8        /* vRNICs of one container (one per unirdma-cni network) */
+#define CNI_DEVDIR "run/unirdma/dev" /* the cni device's tmpfs, under the rootfs */
 
-/* The container's PID from the OCI state on stdin; 0 if there is none. */
-static pid_t state_pid(void)
+/* The container's PID and bundle from the OCI state on stdin. 0, or -EINVAL
+ * when there is no PID (bundle may stay empty: only --cni needs it). */
+static int read_state(pid_t *pid, char *bundle, size_t len)
 {
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap + 1);
-	json_object *st = NULL, *v;
-	pid_t pid = 0;
-	ssize_t n;
+	char *buf = cni_read_all(STDIN_FILENO, STATE_MAX);
+	json_object *st = buf ? json_tokener_parse(buf) : NULL, *v;
 
-	if (!buf)
-		return 0;
-	while ((n = read(STDIN_FILENO, buf + len, cap - len)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		len += (size_t)n;
-		if (len == cap) {
-			char *nb = cap < STATE_MAX ? realloc(buf, 2 * cap + 1) : NULL;
-
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	buf[len] = '\0';
-	st = json_tokener_parse(buf);
+	*pid = 0;
+	bundle[0] = '\0';
 	if (st && json_object_object_get_ex(st, "pid", &v) && json_object_is_type(v, json_type_int) &&
 	    json_object_get_int64(v) > 0 && json_object_get_int64(v) < (1 << 22))
-		pid = (pid_t)json_object_get_int64(v);
+		*pid = (pid_t)json_object_get_int64(v);
+	if (st && json_object_object_get_ex(st, "bundle", &v) && json_object_is_type(v, json_type_string))
+		snprintf(bundle, len, "%s", json_object_get_string(v));
 	json_object_put(st);
 	free(buf);
-	return pid;
+	return *pid ? 0 : -EINVAL;
 }
 
 /* Enters pid's network namespace and sets eth0 up there (net.c). */
@@ -77,24 +90,195 @@ static int setup_in(pid_t pid, const struct vrnic_info *vi)
 	return rc;
 }
 
+/* root.path of BUNDLE/config.json, made absolute (relative to the bundle). */
+static int rootfs_of(const char *bundle, char *root, size_t len)
+{
+	char path[PATH_MAX + 16], *text;
+	json_object *cfg = NULL, *r, *p;
+	int fd, ret = -EINVAL;
+
+	if (bundle[0] != '/') {
+		cli_err("cdi-hook: the OCI state names no absolute bundle ('%s')", bundle);
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "%s/config.json", bundle);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		cli_err("cdi-hook: %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	text = cni_read_all(fd, CONFIG_MAX);
+	close(fd);
+	if (text)
+		cfg = json_tokener_parse(text);
+	free(text);
+	if (cfg && json_object_object_get_ex(cfg, "root", &r) && json_object_object_get_ex(r, "path", &p) &&
+	    json_object_is_type(p, json_type_string) && *json_object_get_string(p)) {
+		const char *rp = json_object_get_string(p);
+
+		if ((rp[0] == '/' ? snprintf(root, len, "%s", rp) : snprintf(root, len, "%s/%s", bundle, rp)) <
+		    (int)len)
+			ret = 0;
+	}
+	json_object_put(cfg);
+	if (ret)
+		cli_err("cdi-hook: %s has no usable root.path", path);
+	return ret;
+}
+
+/* In the container's mount namespace: the cni device's tmpfs under root,
+ * resolved as the container will see it (symlinks of the image stay inside
+ * the rootfs). An O_PATH fd or -errno (printed). */
+static int open_devdir(const char *root)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	int rootfd, fd, err;
+	struct statfs sf;
+
+	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		err = -errno;
+		cli_err("cdi-hook --cni: the container's rootfs %s: %s", root, strerror(errno));
+		return err;
+	}
+	fd = (int)syscall(__NR_openat2, rootfd, CNI_DEVDIR, &how, sizeof(how));
+	err = fd < 0 ? -errno : 0;
+	close(rootfd);
+	if (fd < 0) {
+		cli_err("cdi-hook --cni: /%s in the container: %s", CNI_DEVDIR, strerror(-err));
+		return err;
+	}
+	if (fstatfs(fd, &sf) || sf.f_type != TMPFS_MAGIC) {
+		cli_err("cdi-hook --cni: /%s in the container is not the tmpfs of the device unirdma.io/vrnic=cni",
+			CNI_DEVDIR);
+		close(fd);
+		return -ENOTDIR;
+	}
+	return fd;
+}
+
+/* In the container's mount namespace: mounts tree at DEVDIR/NAME/region. */
+static int place_region(int devfd, const char *name, int tree)
+{
+	int dfd, fd;
+
+	if (mkdirat(devfd, name, 0755) && errno != EEXIST)
+		goto fail;
+	dfd = openat(devfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		goto fail;
+	fd = openat(dfd, "region", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || close(fd) ||
+	    syscall(__NR_move_mount, tree, "", dfd, "region", MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		close(dfd);
+		goto fail;
+	}
+	close(dfd);
+	return 0;
+fail:
+	cli_err("cdi-hook --cni: mounting the region of %s at /%s/%s/region: %s", name, CNI_DEVDIR, name,
+		strerror(errno));
+	return -1;
+}
+
+static int cni_hook(pid_t pid, const char *bundle)
+{
+	char root[PATH_MAX], path[64], names[CNI_VRNICS_MAX][64];
+	int trees[CNI_VRNICS_MAX], n, i, opened, fd, devfd, rc = CLI_EXIT_SETUP;
+	struct vrnic_info vi;
+	struct stat st;
+
+	if (rootfs_of(bundle, root, sizeof(root)))
+		return CLI_EXIT_SETUP;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if (stat(path, &st)) {
+		cli_err("cdi-hook --cni: %s: %s", path, strerror(errno));
+		return CLI_EXIT_SETUP;
+	}
+	n = cni_vrnics_of_netns(cli.state_dir, st.st_dev, st.st_ino, names, CNI_VRNICS_MAX);
+	if (n < 0) {
+		cli_err("cdi-hook --cni: reading %s/%s: %s", cli.state_dir, CNI_RECORD_DIR, strerror(-n));
+		return CLI_EXIT_SETUP;
+	}
+	if (n == 0) {
+		cli_err("cdi-hook --cni: unirdma-cni made no vRNIC for this container's network namespace "
+			"(no record in %s/%s): the container needs a network whose conflist chains unirdma-cni "
+			"with this \"stateDir\"", cli.state_dir, CNI_RECORD_DIR);
+		return CLI_EXIT_SETUP;
+	}
+	/* everything of the host first: the daemon, the regions */
+	for (opened = 0; opened < n; opened++) {
+		char region[sizeof(vi.dir) + 8];
+
+		if (vrnic_lookup(names[opened], &vi))
+			goto close_trees;
+		snprintf(region, sizeof(region), "%s/region", vi.dir);
+		trees[opened] = (int)syscall(__NR_open_tree, AT_FDCWD, region, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (trees[opened] < 0) {
+			cli_err("cdi-hook --cni: open_tree %s: %s", region, strerror(errno));
+			goto close_trees;
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNS)) {
+		cli_err("cdi-hook --cni: entering %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto close_trees;
+	}
+	close(fd);
+	devfd = open_devdir(root);
+	if (devfd < 0)
+		goto close_trees;
+	for (i = 0; i < n; i++)
+		if (place_region(devfd, names[i], trees[i]))
+			break;
+	close(devfd);
+	if (i == n)
+		rc = CLI_EXIT_OK;
+close_trees:
+	while (opened-- > 0)
+		close(trees[opened]);
+	return rc;
+}
+
+static int hook_opt(int opt, const char *arg, void *ctx)
+{
+	(void)arg;
+	if (opt != 'c')
+		return CLI_EXIT_USAGE;
+	*(bool *)ctx = true;
+	return 0;
+}
+
 static int run_cdi_hook(const struct cli_cmd *cmd, int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "cni", no_argument, NULL, 'c' },
+		CLI_COMMON_LONGOPTS,
+	};
+	char nsname[64], bundle[PATH_MAX];
 	struct vrnic_info vi;
-	char nsname[64];
+	bool cni = false;
 	int rc, first;
 	pid_t pid;
 
-	rc = cli_parse(cmd, argc, argv, "", (const struct option[]){ CLI_COMMON_LONGOPTS }, false,
-		       NULL, NULL, &first);
+	rc = cli_parse(cmd, argc, argv, "", longopts, false, hook_opt, &cni, &first);
 	if (rc >= 0)
 		return rc;
-	if (argc - first != 1)
+	if (cni && argc != first)
+		return cli_usage_error(cmd, "cdi-hook --cni: takes no NAME");
+	if (!cni && argc - first != 1)
 		return cli_usage_error(cmd, argc == first ? "cdi-hook: NAME is missing" : "cdi-hook: takes one NAME");
-	pid = state_pid();
-	if (!pid) {
+	if (read_state(&pid, bundle, sizeof(bundle))) {
 		cli_err("cdi-hook: no container PID in the OCI state on stdin (a container runtime runs this hook)");
 		return CLI_EXIT_USAGE;
 	}
+	if (cni)
+		return cni_hook(pid, bundle);
 	rc = vrnic_lookup(argv[first], &vi);
 	if (rc)
 		return rc;
@@ -106,14 +290,23 @@ static int run_cdi_hook(const struct cli_cmd *cmd, int argc, char **argv)
 }
 
 const struct cli_cmd cmd_cdi_hook = {
-	"cdi-hook", NULL, "attach a CDI container to its vRNIC's network (run by runtimes)",
+	"cdi-hook", NULL, "attach a CDI container to its vRNIC (run by runtimes)",
 	"usage: unirdma cdi-hook NAME < OCI-STATE\n"
+	"       unirdma cdi-hook --cni < OCI-STATE\n"
 	"\n"
-	"The createRuntime hook of the CDI spec unirdmad keeps (kind unirdma.io/vrnic,\n"
-	"see unirdmad(8) --cdi-dir): a container runtime runs it with the OCI state\n"
-	"of a new container on stdin. It adds eth0 with the address of the vRNIC NAME\n"
-	"to the container's network namespace, on the tenant's bridge, as `unirdma\n"
-	"exec` does. The container must have no eth0 of its own (podman --network\n"
-	"none). Not meant to be run by hand.\n",
+	"The createRuntime hooks of the CDI specs unirdmad keeps (kind unirdma.io/vrnic,\n"
+	"see unirdmad(8) --cdi-dir): a container runtime runs them with the OCI state\n"
+	"of a new container on stdin. Not meant to be run by hand.\n"
+	"\n"
+	"With NAME (device unirdma.io/vrnic=NAME), it adds eth0 with the address of the\n"
+	"vRNIC NAME to the container's network namespace, on the tenant's bridge, as\n"
+	"`unirdma exec` does. The container must have no eth0 of its own (podman\n"
+	"--network none).\n"
+	"\n"
+	"With --cni (device unirdma.io/vrnic=cni), the container's network comes from\n"
+	"CNI, and the CNI plugin unirdma-cni made its vRNIC: the hook finds the vRNIC\n"
+	"that unirdma-cni recorded for the container's network namespace and mounts\n"
+	"its region file at /run/unirdma/dev/NAME/region in the container. It fails\n"
+	"(and the container does not start) when there is none.\n",
 	run_cdi_hook,
 };

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cni.h"
 
 #ifndef UNIRDMA_VERSION
 #define UNIRDMA_VERSION "0.1"
@@ -208,8 +209,12 @@ int main(int argc, char **argv)
 		CLI_COMMON_LONGOPTS,
 	};
 	const struct cli_cmd *cmd;
+	const char *prog = argc > 0 && argv[0] ? argv[0] : "", *slash = strrchr(prog, '/');
 	int c, nwords;
 
+	/* run as unirdma-cni (a link to us in a CNI plugin directory): the plugin */
+	if (!strcmp(slash ? slash + 1 : prog, CNI_PROGRAM))
+		return cni_main(argc, argv);
 	cli.state_dir = getenv("UNIRDMA_STATE_DIR");
 	if (!cli.state_dir || !*cli.state_dir)
 		cli.state_dir = CLI_DEFAULT_STATE_DIR;

@@ -19,6 +19,19 @@
  *     puts an eth0 with the vRNIC's address on the tenant's bridge into the
  *     container's network namespace, as `unirdma exec` does.
  *
+ * A second spec file (unirdma-cni.json, or unirdma-<hash>-cni.json) holds
+ * one more device of the kind, `cni`, for containers whose network and vRNIC
+ * the CNI plugin unirdma-cni makes (cli/cni.c).  The runtime resolves CDI
+ * devices when it creates the container, before CNI ADD made the vRNIC, so
+ * this device cannot name it: it gives an empty tmpfs at /run/unirdma/dev,
+ * the library, the environment, the uverbs0 node, and the createRuntime hook
+ * `unirdma --state-dir STATE cdi-hook --cni`, which finds the vRNIC that
+ * unirdma-cni made for the container's network namespace and mounts its
+ * region file into that tmpfs.  It lives in a file of its own because it is
+ * always there while the daemon runs, while the vRNICs' file exists only
+ * while there are container vRNICs.  A vRNIC named "cni" is left out of the
+ * vRNICs' file (the name is the CNI device's).
+ *
  * The spec is one file, rewritten atomically (a temporary file renamed over
  * it) whenever a vRNIC is created, deleted or changed, and removed when the
  * daemon exits or has no container vRNIC (a spec without devices is invalid
@@ -27,6 +40,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -43,10 +57,14 @@
 
 #define CDI_KIND "unirdma.io/vrnic"
 #define CDI_LIBDIR "/opt/unirdma/lib"
+#define CDI_CNI_DEVICE "cni"    /* the device of containers that unirdma-cni serves */
 
 static struct {
 	bool on;
 	char path[PATH_MAX];            /* the spec file */
+	char cni_path[PATH_MAX];        /* the spec file of the CNI device */
+	char dir[PATH_MAX];             /* --cdi-dir */
+	bool own_dir;                   /* made by us (or a killed predecessor): removed if empty */
 	char cli[PATH_MAX];             /* the unirdma CLI next to us: the hook */
 	char libdir[PATH_MAX];          /* our libibverbs.so.1's directory */
 	bool failed;                    /* the last write failed (logged once) */
@@ -54,33 +72,65 @@ static struct {
 
 /* The default state directory gets unirdma.json; any other gets a name of
  * its own, so that daemons of several state directories never write one file. */
-static void spec_name(const char *state_dir, char *buf, size_t len)
+static void spec_name(const char *state_dir, const char *suffix, char *buf, size_t len)
 {
 	uint32_t h = 2166136261u;
 
 	if (!strcmp(state_dir, URD_DEFAULT_STATE_DIR)) {
-		snprintf(buf, len, "unirdma.json");
+		snprintf(buf, len, "unirdma%s.json", suffix);
 		return;
 	}
 	for (const unsigned char *p = (const unsigned char *)state_dir; *p; p++)
 		h = (h ^ *p) * 16777619u;
-	snprintf(buf, len, "unirdma-%08x.json", h);
+	snprintf(buf, len, "unirdma-%08x%s.json", h, suffix);
+}
+
+static void cni_spec_write(const struct urd_daemon *d);
+
+/* Whether dir holds files and all of them are ours (a predecessor on our
+ * state dir was killed after it made the directory): the directory is then
+ * ours to remove when we leave it empty, so that the host is left as found. */
+static bool only_ours(const char *dir, const char *name, const char *cni_name)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	int ours = 0, others = 0;
+
+	if (!dh)
+		return false;
+	while ((e = readdir(dh))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!strncmp(e->d_name, name, strlen(name)) || !strncmp(e->d_name, cni_name, strlen(cni_name)))
+			ours++;         /* the spec, the cni spec, their .tmp */
+		else
+			others++;
+	}
+	closedir(dh);
+	return ours && !others;
 }
 
 int cdi_init(struct urd_daemon *d, const char *dir)
 {
 	const char *libdir = getenv("UNIRDMA_LIBDIR");
-	char exe[PATH_MAX], name[64], guess[PATH_MAX + 16], *bindir;
+	char exe[PATH_MAX], name[64], cni_name[64], guess[PATH_MAX + 16], *bindir;
 	ssize_t n;
 
 	if (!dir)
 		return 0;
-	if (mkdir(dir, 0755) && errno != EEXIST) {
+	spec_name(d->state_dir, "", name, sizeof(name));
+	spec_name(d->state_dir, "-cni", cni_name, sizeof(cni_name));
+	if (!mkdir(dir, 0755)) {
+		cdi.own_dir = true;
+	} else if (errno == EEXIST) {
+		cdi.own_dir = only_ours(dir, name, cni_name);
+	} else {
 		log_err("--cdi-dir %s: %s", dir, strerror(errno));
 		return -errno;
 	}
-	spec_name(d->state_dir, name, sizeof(name));
-	if (snprintf(cdi.path, sizeof(cdi.path), "%s/%s", dir, name) >= (int)sizeof(cdi.path))
+	snprintf(cdi.dir, sizeof(cdi.dir), "%s", dir);
+	if (snprintf(cdi.path, sizeof(cdi.path), "%s/%s", dir, name) >= (int)sizeof(cdi.path) ||
+	    snprintf(cdi.cni_path, sizeof(cdi.cni_path), "%s/%s", dir, cni_name) >= (int)sizeof(cdi.cni_path))
 		return -ENAMETOOLONG;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n < 0)
@@ -104,6 +154,9 @@ int cdi_init(struct urd_daemon *d, const char *dir)
 		log_warn("cdi: %s is missing: containers would load their own libibverbs", guess);
 	cdi.on = true;
 	log_info("cdi: spec %s (kind %s, library %s)", cdi.path, CDI_KIND, cdi.libdir);
+	cni_spec_write(d);
+	/* a start that fails after this (the admin socket) leaves no spec behind */
+	atexit(cdi_fini);
 	return 0;
 }
 
@@ -119,31 +172,45 @@ static json_object *mount_json(const char *host, const char *cont, const char *m
 	return m;
 }
 
-static json_object *device_json(const struct urd_daemon *d, const struct urd_vrnic *vr)
+/* The createRuntime hook `unirdma --state-dir STATE cdi-hook ARG`. */
+static json_object *hook_json(const struct urd_daemon *d, const char *arg)
 {
-	json_object *dev = json_object_new_object(), *ed = json_object_new_object();
-	json_object *mounts = json_object_new_array(), *nodes = json_object_new_array();
-	json_object *hooks = json_object_new_array(), *hook = json_object_new_object();
-	json_object *args = json_object_new_array(), *env = json_object_new_array(), *node;
-	char host[700], cont[128], var[128];
+	json_object *hook = json_object_new_object(), *args = json_object_new_array();
 
-	snprintf(host, sizeof(host), "%s/region", vr->dir);
-	snprintf(cont, sizeof(cont), "/run/unirdma/dev/%s/region", vr->name);
-	json_object_array_add(mounts, mount_json(host, cont, "rw"));
-	node = json_object_new_object();
-	json_object_object_add(node, "path", json_object_new_string("/dev/infiniband/uverbs0"));
-	json_object_object_add(node, "hostPath", json_object_new_string("/dev/null"));
-	json_object_array_add(nodes, node);
-	snprintf(var, sizeof(var), "UNIRDMA_VRNIC=%s", vr->name);
-	json_object_array_add(env, json_object_new_string(var));
 	json_object_object_add(hook, "hookName", json_object_new_string("createRuntime"));
 	json_object_object_add(hook, "path", json_object_new_string(cdi.cli));
 	json_object_array_add(args, json_object_new_string("unirdma"));
 	json_object_array_add(args, json_object_new_string("--state-dir"));
 	json_object_array_add(args, json_object_new_string(d->state_dir));
 	json_object_array_add(args, json_object_new_string("cdi-hook"));
-	json_object_array_add(args, json_object_new_string(vr->name));
+	json_object_array_add(args, json_object_new_string(arg));
 	json_object_object_add(hook, "args", args);
+	return hook;
+}
+
+static json_object *uverbs_nodes_json(void)
+{
+	json_object *nodes = json_object_new_array(), *node = json_object_new_object();
+
+	json_object_object_add(node, "path", json_object_new_string("/dev/infiniband/uverbs0"));
+	json_object_object_add(node, "hostPath", json_object_new_string("/dev/null"));
+	json_object_array_add(nodes, node);
+	return nodes;
+}
+
+static json_object *device_json(const struct urd_daemon *d, const struct urd_vrnic *vr)
+{
+	json_object *dev = json_object_new_object(), *ed = json_object_new_object();
+	json_object *mounts = json_object_new_array(), *nodes = uverbs_nodes_json();
+	json_object *hooks = json_object_new_array(), *hook = hook_json(d, vr->name);
+	json_object *env = json_object_new_array();
+	char host[700], cont[128], var[128];
+
+	snprintf(host, sizeof(host), "%s/region", vr->dir);
+	snprintf(cont, sizeof(cont), "/run/unirdma/dev/%s/region", vr->name);
+	json_object_array_add(mounts, mount_json(host, cont, "rw"));
+	snprintf(var, sizeof(var), "UNIRDMA_VRNIC=%s", vr->name);
+	json_object_array_add(env, json_object_new_string(var));
 	json_object_array_add(hooks, hook);
 	json_object_object_add(ed, "env", env);
 	json_object_object_add(ed, "mounts", mounts);
@@ -186,9 +253,60 @@ static int write_atomically(const char *path, const char *text)
 	return ret;
 }
 
+/* What every device of a spec gets: the kind, the library and its path. */
+static void add_spec_head(json_object *spec, json_object *devs)
+{
+	json_object *ed = json_object_new_object(), *env = json_object_new_array();
+	json_object *mounts = json_object_new_array();
+
+	json_object_object_add(spec, "cdiVersion", json_object_new_string("0.5.0"));
+	json_object_object_add(spec, "kind", json_object_new_string(CDI_KIND));
+	json_object_object_add(spec, "devices", devs);
+	json_object_array_add(env, json_object_new_string("LD_LIBRARY_PATH=" CDI_LIBDIR));
+	json_object_object_add(ed, "env", env);
+	json_object_array_add(mounts, mount_json(cdi.libdir, CDI_LIBDIR, "ro"));
+	json_object_object_add(ed, "mounts", mounts);
+	json_object_object_add(spec, "containerEdits", ed);
+}
+
+/* The file of the `cni` device: written once at start (it names no vRNIC),
+ * removed at exit. */
+static void cni_spec_write(const struct urd_daemon *d)
+{
+	json_object *spec = json_object_new_object(), *devs = json_object_new_array();
+	json_object *dev = json_object_new_object(), *ed = json_object_new_object();
+	json_object *mounts = json_object_new_array(), *tmpfs = json_object_new_object();
+	json_object *opts = json_object_new_array(), *hooks = json_object_new_array();
+	static const char *const tmpfs_opts[] = { "nosuid", "nodev", "noexec", "mode=755", "size=1m" };
+	int ret;
+
+	/* the empty directory the hook mounts the vRNIC's region file into */
+	json_object_object_add(tmpfs, "hostPath", json_object_new_string("tmpfs"));
+	json_object_object_add(tmpfs, "containerPath", json_object_new_string("/run/unirdma/dev"));
+	json_object_object_add(tmpfs, "type", json_object_new_string("tmpfs"));
+	for (size_t i = 0; i < sizeof(tmpfs_opts) / sizeof(tmpfs_opts[0]); i++)
+		json_object_array_add(opts, json_object_new_string(tmpfs_opts[i]));
+	json_object_object_add(tmpfs, "options", opts);
+	json_object_array_add(mounts, tmpfs);
+	json_object_array_add(hooks, hook_json(d, "--cni"));
+	json_object_object_add(ed, "mounts", mounts);
+	json_object_object_add(ed, "deviceNodes", uverbs_nodes_json());
+	json_object_object_add(ed, "hooks", hooks);
+	json_object_object_add(dev, "name", json_object_new_string(CDI_CNI_DEVICE));
+	json_object_object_add(dev, "containerEdits", ed);
+	json_object_array_add(devs, dev);
+	add_spec_head(spec, devs);
+	ret = write_atomically(cdi.cni_path, json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PRETTY |
+									    JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(spec);
+	if (ret)
+		log_err("cdi: writing %s: %s (containers of unirdma-cni networks get no vRNIC)",
+			cdi.cni_path, strerror(-ret));
+}
+
 void cdi_update(struct urd_daemon *d)
 {
-	json_object *spec, *devs, *ed, *env, *mounts;
+	json_object *spec, *devs;
 	int ndev = 0, ret;
 
 	if (!cdi.on)
@@ -198,7 +316,7 @@ void cdi_update(struct urd_daemon *d)
 	for (int i = 0; i < URD_MAX_VRNICS; i++) {
 		const struct urd_vrnic *vr = d->vrnics[i];
 
-		if (vr && !vr->vm && !vr->failed) {
+		if (vr && !vr->vm && !vr->failed && strcmp(vr->name, CDI_CNI_DEVICE)) {
 			json_object_array_add(devs, device_json(d, vr));
 			ndev++;
 		}
@@ -210,17 +328,7 @@ void cdi_update(struct urd_daemon *d)
 			log_warn("cdi: removing %s: %s", cdi.path, strerror(errno));
 		return;
 	}
-	json_object_object_add(spec, "cdiVersion", json_object_new_string("0.5.0"));
-	json_object_object_add(spec, "kind", json_object_new_string(CDI_KIND));
-	json_object_object_add(spec, "devices", devs);
-	ed = json_object_new_object();
-	env = json_object_new_array();
-	json_object_array_add(env, json_object_new_string("LD_LIBRARY_PATH=" CDI_LIBDIR));
-	json_object_object_add(ed, "env", env);
-	mounts = json_object_new_array();
-	json_object_array_add(mounts, mount_json(cdi.libdir, CDI_LIBDIR, "ro"));
-	json_object_object_add(ed, "mounts", mounts);
-	json_object_object_add(spec, "containerEdits", ed);
+	add_spec_head(spec, devs);
 	ret = write_atomically(cdi.path, json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PRETTY |
 									JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(spec);
@@ -235,5 +343,9 @@ void cdi_fini(void)
 {
 	if (cdi.on && unlink(cdi.path) && errno != ENOENT)
 		log_warn("cdi: removing %s: %s", cdi.path, strerror(errno));
+	if (cdi.on && unlink(cdi.cni_path) && errno != ENOENT)
+		log_warn("cdi: removing %s: %s", cdi.cni_path, strerror(errno));
+	if (cdi.on && cdi.own_dir)
+		rmdir(cdi.dir);         /* fails, as it should, if another spec is there */
 	cdi.on = false;
 }
