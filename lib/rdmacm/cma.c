@@ -463,7 +463,7 @@ static void stop_listen(struct cma_id *c)
 }
 
 /* The CM side of tearing c down (lock held): tell the peer. */
-static void teardown_conn(struct cma_id *c)
+void cma_teardown_conn(struct cma_id *c)
 {
 	union ibv_gid *dgid = &c->id.route.addr.addr.ibaddr.dgid;
 
@@ -509,7 +509,7 @@ static void purge_events(struct cma_id *c)
 
 			chan_unlink(ch, prev, e);
 			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && child != c) {
-				teardown_conn(child);
+				cma_teardown_conn(child);
 				id_unlink(child);
 				free_id(child);
 			}
@@ -547,7 +547,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	wait_acked(c);
 	if (c->state == CS_LISTEN)
 		stop_listen(c);
-	teardown_conn(c);
+	cma_teardown_conn(c);
 	purge_events(c);
 	for (o = g_cma.ids; o; o = o->next_all)
 		if (o->listen == c)
@@ -1021,7 +1021,13 @@ int cma_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 		cm_fill_ud_ah(c, &a->ah_attr, &c->id.route.addr.addr.ibaddr.dgid);
 		a->path_mtu = c->mtu;
 		a->dest_qp_num = c->remote_qpn;
-		a->rq_psn = c->rq_psn;
+		/* The PSNs as Linux's rdma_cm uses the CM's Starting PSN fields
+		 * (rdma_init_qp_attr: rq_psn = id_priv->seq_num, the value it
+		 * sent): each side advertises the PSN it will RECEIVE from, and
+		 * sends from the one its peer advertised.  c->sq_psn is ours
+		 * (sent in our REQ or REP), c->rq_psn the peer's.  rxe NAKs
+		 * with a sequence error otherwise (rxe_interop:rxe_rping_*). */
+		a->rq_psn = c->sq_psn;
 		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		if (rc) {
 			a->max_dest_rd_atomic = c->resp_res;
@@ -1030,7 +1036,7 @@ int cma_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 		}
 		return 0;
 	case IBV_QPS_RTS:
-		a->sq_psn = ud ? 0 : c->sq_psn;
+		a->sq_psn = ud ? 0 : c->rq_psn;        /* the peer's advertised PSN (RTR's note) */
 		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 		if (rc) {
 			a->timeout = ack_timeout_of(c);

@@ -16,6 +16,7 @@
 #define URD_CMA_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdint.h>
 #include <stdbool.h>
 #include <netinet/in.h>
@@ -75,6 +76,7 @@ struct cma_dev {
 	struct ibv_mr *mr;
 	uint8_t *buf;
 	unsigned send_idx;
+	unsigned sends_out;             /* posted, completion not yet reaped */
 	struct cma_ah *ahs;
 };
 
@@ -143,6 +145,7 @@ struct cma_global {
 	struct cma_id *ids;
 	bool thread_started;
 	int wake[2];
+	pid_t agent_pid;                /* the process that made the agents (not a forked child) */
 };
 
 extern struct cma_global g_cma;
@@ -167,6 +170,7 @@ struct cma_dev *cma_dev_by_ip(uint32_t ip);
 void cma_gid_of_ip(union ibv_gid *gid, uint32_t ip);
 int cma_complete(struct cma_id *c);
 int cma_create_channel_for(struct cma_id *c);
+void cma_teardown_conn(struct cma_id *c);
 
 /* cm_agent.c (lock held for all) */
 extern int cm_debug;

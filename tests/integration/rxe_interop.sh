@@ -218,4 +218,60 @@ add_case rxe_ib_send_bw_guest_server guest_serves "ib_send_bw -n 100 -d rxe0 -x 
 add_case rxe_ib_send_bw_guest_client container_serves "ib_send_bw -n 100 -x 0 -F" "ib_send_bw -n 100 -d rxe0 -x 1 -F" \
 	"-s 1000" "-s 1024" "-s 2048" "-s 4500"
 
+# rdma_cm against the kernel's: rping's connection set-up is IB CM MADs
+# between our librdmacm's agent (QP1 of vRNIC h1v1) and the guest's ib_cm
+# on rxe0's QP1, then RC traffic checked by -v.  The guest has no LAN here:
+# its rdma_cm accepts a request only from an address it routes through
+# rxe0's netdev (cma's validate_net_dev), so the container's address is
+# reached over the underlay (host 1 answers ARP for it on ul0).  A client
+# retries while the other side is not listening yet (REJECTED, 8).
+CM_RETRY='cmretry() { i=0; while :; do "$@" >/tmp/retry.out 2>&1; rc=$?; cat /tmp/retry.out; grep -q "REJECTED" /tmp/retry.out || return $rc; i=$((i + 1)); [ $i -lt 40 ] || return $rc; echo "(not listening yet: retry $i)"; sleep 0.5; done; }'
+rping_guest_server() {
+	local out=$WORK/rping.client rc
+	interop_setup || return 1
+	mh_rxe_boot rxe "$GUEST" "echo URD-LISTEN 0; rping -s -a $GUEST -v -C 5; echo \"URD-CMD-EXIT \$?\""
+	mh_rxe_wait rxe "URD-LISTEN 0" 90 || { mh_rxe_finish rxe 1; die "the guest did not come up"; }
+	say "+ client in container h1v1: rping -c -a $GUEST -v -C 5"
+	timeout 120 env UNIRDMA_STATE_DIR="${MH_STATE[1]}" "$UNIRDMA" exec h1v1 -- \
+		sh -c "$CM_RETRY; cmretry rping -c -a $GUEST -v -C 5" >"$out" 2>&1
+	rc=$?
+	sed 's/^/  | /' "$out"
+	check "the container's rping client succeeded" test "$rc" -eq 0
+	check "5 pings came back, checked (-v)" test "$(grep -c '^ping data: rdma-ping-' "$out")" -eq 5
+	mh_rxe_finish rxe 60
+	check "the guest's rping server succeeded" grep -q '^URD-CMD-EXIT 0' "${MH_RXE_DIR[rxe]}/console"
+	check "and saw the 5 pings" test "$(grep -c 'server ping data: rdma-ping-' "${MH_RXE_DIR[rxe]}/console")" -eq 5
+	mh_capture stop
+	check "the underlay capture is clean RoCEv2 (the CM's MADs included)" mh_pcap_check "$MH_PCAP"
+	checks_result
+}
+rping_guest_client() {
+	local out=$WORK/rping.server pidf=$WORK/rping.pid spid rc
+	interop_setup || return 1
+	mh_exec_cmd 1
+	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- rping -s -a "$(mh_ip 1 1)" -v -C 5 >"$out" 2>&1 &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	mh_rxe_boot rxe "$GUEST" "$CM_RETRY
+cmretry rping -c -a $(mh_ip 1 1) -v -C 5"
+	mh_rxe_finish rxe 120
+	rc=$?
+	check "the guest's rping client succeeded" test "$rc" -eq 0
+	check "5 pings came back to the guest, checked (-v)" \
+		test "$(grep -c 'ping data: rdma-ping-' "${MH_RXE_DIR[rxe]}/console")" -eq 5
+	if wait_for_exit "$spid" 10; then
+		wait "$spid"
+		check "the container's rping server succeeded" test $? -eq 0
+	else
+		hang_report "$(cat "$pidf" 2>/dev/null)"
+		check "the container's rping server finished" false
+	fi
+	sed 's/^/  | /' "$out"
+	mh_capture stop
+	check "the underlay capture is clean RoCEv2 (the CM's MADs included)" mh_pcap_check "$MH_PCAP"
+	checks_result
+}
+add_case rxe_rping_guest_server rping_guest_server
+add_case rxe_rping_guest_client rping_guest_client
+
 run_cases "$@"
