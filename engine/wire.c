@@ -500,6 +500,7 @@ static void wire_cm_answer_unserved(struct urd_daemon *d, struct urd_vrnic *vr, 
 	p.host = rx->host;
 	p.eng = &d->eng;
 	wire_emit(d->eng.wire, &p);
+	wire_flush(d->eng.wire);        /* now: the batch points into rep */
 }
 
 /* Multicast groups are memberships of the one wire socket, and the kernel
