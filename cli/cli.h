@@ -126,6 +126,13 @@ struct container_spec {
 };
 /* Runs argv in a fresh container; returns the exit code for the CLI. */
 int container_run(const struct container_spec *spec);
+/* In the container's mount namespace, before it runs anything: covers its
+ * /sys/class (sysfd: its /sys, a sysfs) with a tmpfs that holds a read-only
+ * bind of each class there but the RDMA ones, and the tree that RDMA
+ * software (UCX) reads of vis[0..n): infiniband/<name> and
+ * infiniband_verbs/uverbs<i>, then makes it read-only. Messages start with
+ * caller ("exec", "cdi-hook"). 0 or -errno (printed). */
+int container_sys_class(int sysfd, const struct vrnic_info *vis, size_t n, const char *caller);
 
 /* proc.c: running a program and waiting for it. */
 /* Waits for pid while forwarding HUP/INT/QUIT/TERM/USR1/USR2/ALRM that were

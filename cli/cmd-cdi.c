@@ -14,7 +14,16 @@
  *          network namespace and mounts its region file at
  *          /run/unirdma/dev/NAME/region in the container (the device's
  *          tmpfs): open_tree() of the region in our mount namespace,
- *          setns() into the container's, move_mount() under its rootfs. */
+ *          setns() into the container's, move_mount() under its rootfs.
+ * Both then give the container the /sys/class/infiniband tree of its
+ * vRNIC(s) that `unirdma exec` gives (container_sys_class, container.c):
+ * UCX needs it, and sysfs has none (no kernel RDMA device).  The runtime
+ * mounted the container's /sys already; the hook covers its class
+ * directory, in the container's mount namespace.  Paths under the rootfs
+ * are resolved with openat2(RESOLVE_IN_ROOT): the image's symlinks lead
+ * where they will lead in the container, never out of its rootfs.  A step
+ * that fails makes the hook fail, and the runtime does not start the
+ * container. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -53,7 +62,7 @@
 #define CNI_DEVDIR "run/unirdma/dev" /* the cni device's tmpfs, under the rootfs */
 
 /* The container's PID and bundle from the OCI state on stdin. 0, or -EINVAL
- * when there is no PID (bundle may stay empty: only --cni needs it). */
+ * when there is no PID (bundle may stay empty: rootfs_of refuses it). */
 static int read_state(pid_t *pid, char *bundle, size_t len)
 {
 	char *buf = cni_read_all(STDIN_FILENO, STATE_MAX);
@@ -127,10 +136,31 @@ static int rootfs_of(const char *bundle, char *root, size_t len)
 	return ret;
 }
 
-/* In the container's mount namespace: the cni device's tmpfs under root,
+/* Enters the mount namespace of pid (the container's, before pivot_root:
+ * the rootfs is where config.json says). 0 or -errno (printed). */
+static int enter_mnt(pid_t pid, const char *who)
+{
+	char path[64];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNS)) {
+		err = -errno;
+		cli_err("%s: entering %s: %s", who, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	close(fd);
+	return 0;
+}
+
+/* In the container's mount namespace: the directory rel under root,
  * resolved as the container will see it (symlinks of the image stay inside
- * the rootfs). An O_PATH fd or -errno (printed). */
-static int open_devdir(const char *root)
+ * the rootfs), which must be a file system of type magic (what (name) says
+ * it should be). An O_PATH fd or -errno (printed). */
+static int open_in_root(const char *root, const char *rel, long magic, const char *name, const char *who)
 {
 	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
@@ -140,23 +170,39 @@ static int open_devdir(const char *root)
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
 		err = -errno;
-		cli_err("cdi-hook --cni: the container's rootfs %s: %s", root, strerror(errno));
+		cli_err("%s: the container's rootfs %s: %s", who, root, strerror(errno));
 		return err;
 	}
-	fd = (int)syscall(__NR_openat2, rootfd, CNI_DEVDIR, &how, sizeof(how));
+	fd = (int)syscall(__NR_openat2, rootfd, rel, &how, sizeof(how));
 	err = fd < 0 ? -errno : 0;
 	close(rootfd);
 	if (fd < 0) {
-		cli_err("cdi-hook --cni: /%s in the container: %s", CNI_DEVDIR, strerror(-err));
+		cli_err("%s: /%s in the container: %s", who, rel, strerror(-err));
 		return err;
 	}
-	if (fstatfs(fd, &sf) || sf.f_type != TMPFS_MAGIC) {
-		cli_err("cdi-hook --cni: /%s in the container is not the tmpfs of the device unirdma.io/vrnic=cni",
-			CNI_DEVDIR);
+	if (fstatfs(fd, &sf) || (long)sf.f_type != magic) {
+		cli_err("%s: /%s in the container is not %s", who, rel, name);
 		close(fd);
 		return -ENOTDIR;
 	}
 	return fd;
+}
+
+/* In the container's mount namespace: its /sys/class with the tree of the
+ * vRNICs vis[0..n) (sorted by name: the order of our library's devices). */
+static int setup_sys(const char *root, const struct vrnic_info *vis, size_t n, const char *who)
+{
+	int sysfd = open_in_root(root, "sys", SYSFS_MAGIC,
+				 "a sysfs (the runtime mounts one; UCX reads /sys/class/infiniband)", who);
+	int rc;
+
+	if (sysfd < 0)
+		return sysfd;
+	rc = container_sys_class(sysfd, vis, n, who);
+	close(sysfd);
+	if (rc)
+		cli_err("%s: the container's /sys/class/infiniband could not be made: not started", who);
+	return rc;
 }
 
 /* In the container's mount namespace: mounts tree at DEVDIR/NAME/region. */
@@ -183,11 +229,16 @@ fail:
 	return -1;
 }
 
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
 static int cni_hook(pid_t pid, const char *bundle)
 {
 	char root[PATH_MAX], path[64], names[CNI_VRNICS_MAX][64];
-	int trees[CNI_VRNICS_MAX], n, i, opened, fd, devfd, rc = CLI_EXIT_SETUP;
-	struct vrnic_info vi;
+	int trees[CNI_VRNICS_MAX], n, i, opened, devfd, rc = CLI_EXIT_SETUP;
+	struct vrnic_info vis[CNI_VRNICS_MAX];
 	struct stat st;
 
 	if (rootfs_of(bundle, root, sizeof(root)))
@@ -208,36 +259,31 @@ static int cni_hook(pid_t pid, const char *bundle)
 			"with this \"stateDir\"", cli.state_dir, CNI_RECORD_DIR);
 		return CLI_EXIT_SETUP;
 	}
+	qsort(names, (size_t)n, sizeof(names[0]), by_name);
 	/* everything of the host first: the daemon, the regions */
 	for (opened = 0; opened < n; opened++) {
-		char region[sizeof(vi.dir) + 8];
+		char region[sizeof(vis[0].dir) + 8];
 
-		if (vrnic_lookup(names[opened], &vi))
+		if (vrnic_lookup(names[opened], &vis[opened]))
 			goto close_trees;
-		snprintf(region, sizeof(region), "%s/region", vi.dir);
+		snprintf(region, sizeof(region), "%s/region", vis[opened].dir);
 		trees[opened] = (int)syscall(__NR_open_tree, AT_FDCWD, region, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 		if (trees[opened] < 0) {
 			cli_err("cdi-hook --cni: open_tree %s: %s", region, strerror(errno));
 			goto close_trees;
 		}
 	}
-	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || setns(fd, CLONE_NEWNS)) {
-		cli_err("cdi-hook --cni: entering %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (enter_mnt(pid, "cdi-hook --cni"))
 		goto close_trees;
-	}
-	close(fd);
-	devfd = open_devdir(root);
+	devfd = open_in_root(root, CNI_DEVDIR, TMPFS_MAGIC, "the tmpfs of the device unirdma.io/vrnic=cni",
+			     "cdi-hook --cni");
 	if (devfd < 0)
 		goto close_trees;
 	for (i = 0; i < n; i++)
 		if (place_region(devfd, names[i], trees[i]))
 			break;
 	close(devfd);
-	if (i == n)
+	if (i == n && !setup_sys(root, vis, (size_t)n, "cdi-hook --cni"))
 		rc = CLI_EXIT_OK;
 close_trees:
 	while (opened-- > 0)
@@ -260,7 +306,7 @@ static int run_cdi_hook(const struct cli_cmd *cmd, int argc, char **argv)
 		{ "cni", no_argument, NULL, 'c' },
 		CLI_COMMON_LONGOPTS,
 	};
-	char nsname[64], bundle[PATH_MAX];
+	char nsname[64], bundle[PATH_MAX], root[PATH_MAX];
 	struct vrnic_info vi;
 	bool cni = false;
 	int rc, first;
@@ -282,9 +328,14 @@ static int run_cdi_hook(const struct cli_cmd *cmd, int argc, char **argv)
 	rc = vrnic_lookup(argv[first], &vi);
 	if (rc)
 		return rc;
+	if (rootfs_of(bundle, root, sizeof(root)))
+		return CLI_EXIT_SETUP;
 	if (net_tenant_bridge(cli_state_dir_resolved(), vi.tenant, nsname, sizeof(nsname)))
 		return CLI_EXIT_SETUP;
 	if (net_attach(nsname, pid) < 0 || setup_in(pid, &vi))
+		return CLI_EXIT_SETUP;
+	/* last: the host's mount namespace is left behind */
+	if (enter_mnt(pid, "cdi-hook") || setup_sys(root, &vi, 1, "cdi-hook"))
 		return CLI_EXIT_SETUP;
 	return CLI_EXIT_OK;
 }
@@ -302,6 +353,11 @@ const struct cli_cmd cmd_cdi_hook = {
 	"vRNIC NAME to the container's network namespace, on the tenant's bridge, as\n"
 	"`unirdma exec` does. The container must have no eth0 of its own (podman\n"
 	"--network none).\n"
+	"\n"
+	"Both forms also cover the container's /sys/class with a read-only tmpfs that\n"
+	"holds the classes sysfs has and the /sys/class/infiniband tree of its vRNIC,\n"
+	"as `unirdma exec` does (UCX needs it). The container must have a sysfs at\n"
+	"/sys (runtimes mount one).\n"
 	"\n"
 	"With --cni (device unirdma.io/vrnic=cni), the container's network comes from\n"
 	"CNI, and the CNI plugin unirdma-cni made its vRNIC: the hook finds the vRNIC\n"

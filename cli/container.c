@@ -47,6 +47,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -58,6 +59,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,6 +85,10 @@ static const char *const vrnic_files[] = { "region", "guest-ram" };
 static const char *const scratch_dirs[] = { "/run", "/tmp", "/mnt", "/var/tmp" };
 /* The private /tmp and /dev/shm each: tmpfs pages are host memory. */
 #define CONTAINER_TMP_SIZE "1g"
+
+/* What messages of the mount helpers start with: "exec", or the CDI hook's
+ * name while container_sys_class runs for it. */
+static const char *who = "exec";
 
 struct expose {
 	const char *path; /* absolute host path = the path inside */
@@ -120,7 +126,7 @@ static int must_mount(const char *src, const char *dst, const char *type, unsign
 	if (mount(src, dst, type, flags, data) < 0) {
 		int err = errno;
 
-		cli_err("exec: mount %s on %s: %s", flags & MS_BIND ? src : type, dst, strerror(err));
+		cli_err("%s: mount %s on %s: %s", who, flags & MS_BIND ? src : type, dst, strerror(err));
 		return -err;
 	}
 	return 0;
@@ -147,7 +153,7 @@ static int bind_fd(int fd, bool dir, const char *dst, unsigned long flags)
 			close(f);
 	}
 	if (rc) {
-		cli_err("exec: creating the mount point %s: %s", dst, strerror(-rc));
+		cli_err("%s: creating the mount point %s: %s", who, dst, strerror(-rc));
 		return rc;
 	}
 	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
@@ -454,7 +460,8 @@ static int collect(const struct container_spec *spec, struct expose *ex, size_t 
  * on RoCE v2. So /sys/class becomes a read-only tmpfs holding a bind of each
  * class sysfs has, plus infiniband/<vRNIC> and infiniband_verbs/uverbs0 as
  * the kernel would show this one port (GIDs ::ffff:<ip>, RoCE v2, eth0, at
- * the indices of abi.h's URD_GID_TBL_LEN layout). */
+ * the indices of abi.h's URD_GID_TBL_LEN layout).  The CDI hook
+ * (cmd-cdi.c) builds the same in podman's containers. */
 
 static int put_file(const char *dir, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -513,7 +520,9 @@ static int put_entry0(char *port, size_t l, const char *sub, const char *text)
 	return rc;
 }
 
-static int sys_ib_tree(const char *class, const struct vrnic_info *vi)
+/* infiniband/<vRNIC> and infiniband_verbs/uverbs<index> (our library's
+ * dev_name of the index-th device of its directory, lib/device.c). */
+static int sys_ib_tree(const char *class, const struct vrnic_info *vi, size_t index)
 {
 	unsigned char a[4];
 	char d[PATH_MAX];
@@ -521,7 +530,7 @@ static int sys_ib_tree(const char *class, const struct vrnic_info *vi)
 
 	if (inet_pton(AF_INET, vi->ip, a) != 1)
 		return -EINVAL;
-	if (snprintf(d, sizeof(d), "%s/infiniband_verbs/uverbs0", class) >= (int)sizeof(d) - 64)
+	if (snprintf(d, sizeof(d), "%s/infiniband_verbs/uverbs%zu", class, index) >= (int)sizeof(d) - 64)
 		return -ENAMETOOLONG;
 	rc = mkdir_p(d, strlen(class), 0555);
 	if (!rc)
@@ -563,21 +572,42 @@ static int sys_ib_tree(const char *class, const struct vrnic_info *vi)
 	return rc;
 }
 
-static int setup_sys_class(const char *root, const struct vrnic_info *vi)
+/* The classes the container sees as sysfs has them: all but the RDMA ones,
+ * which would be the host's devices (a host with an RDMA driver has them):
+ * those the container sees are its vRNICs'. */
+static bool class_hidden(const char *name)
 {
-	char class[PATH_MAX], p[PATH_MAX];
+	return !strcmp(name, "infiniband") || !strcmp(name, "infiniband_verbs") ||
+	       !strcmp(name, "infiniband_mad") || !strcmp(name, "infiniband_cm");
+}
+
+int container_sys_class(int sysfd, const struct vrnic_info *vis, size_t nvis, const char *caller)
+{
+	char class[64], top[64], p[PATH_MAX];
 	struct { char name[NAME_MAX + 1]; int fd; } *keep = NULL;
+	int classfd, topfd = -1, rc = 0;
 	size_t n = 0, cap = 0;
+	struct statfs sf;
 	struct dirent *e;
 	DIR *dh;
-	int rc = 0;
 
-	snprintf(class, sizeof(class), "%s/sys/class", root);
+	who = caller;
+	/* sysfs: nothing in it is the image's, a plain openat is safe */
+	classfd = openat(sysfd, "class", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (classfd < 0) {
+		rc = -errno;
+		cli_err("%s: /sys/class in the container: %s", who, strerror(-rc));
+		goto out;
+	}
+	snprintf(class, sizeof(class), "/proc/self/fd/%d", classfd);
 	dh = opendir(class);
-	if (!dh)
-		return -errno;
+	if (!dh) {
+		rc = -errno;
+		cli_err("%s: listing /sys/class in the container: %s", who, strerror(-rc));
+		goto close_class;
+	}
 	while ((e = readdir(dh))) {
-		if (e->d_name[0] == '.')
+		if (e->d_name[0] == '.' || class_hidden(e->d_name))
 			continue;
 		if (n == cap) {
 			void *nk = realloc(keep, (cap = cap ? 2 * cap : 64) * sizeof(*keep));
@@ -596,24 +626,41 @@ static int setup_sys_class(const char *root, const struct vrnic_info *vi)
 	closedir(dh);
 	if (!rc)
 		rc = must_mount("tmpfs", class, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=256k"); /* a page a file */
+	/* The fd still leads to the covered sysfs directory; a lookup from
+	 * /sys crosses into the tmpfs just mounted, ours (nothing else runs in
+	 * this mount namespace yet). */
+	if (!rc) {
+		topfd = openat(sysfd, "class", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (topfd < 0 || fstatfs(topfd, &sf) || sf.f_type != TMPFS_MAGIC) {
+			rc = topfd < 0 ? -errno : -EXDEV;
+			cli_err("%s: the tmpfs just mounted on /sys/class is not there: %s", who, strerror(-rc));
+		}
+		snprintf(top, sizeof(top), "/proc/self/fd/%d", topfd);
+	}
 	for (size_t i = 0; !rc && i < n; i++) {
-		if (snprintf(p, sizeof(p), "%s/%s", class, keep[i].name) >= (int)sizeof(p)) {
+		if (snprintf(p, sizeof(p), "%s/%s", top, keep[i].name) >= (int)sizeof(p)) {
 			rc = -ENAMETOOLONG;
 			break;
 		}
 		rc = bind_fd(keep[i].fd, true, p, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
 	}
+	for (size_t i = 0; !rc && i < nvis; i++) {
+		rc = sys_ib_tree(top, &vis[i], i);
+		if (rc)
+			cli_err("%s: writing /sys/class/infiniband/%s: %s", who, vis[i].name, strerror(-rc));
+	}
+	if (!rc)
+		rc = must_mount("none", top, "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
+				MS_NOEXEC, NULL);
+	if (topfd >= 0)
+		close(topfd);
 	for (size_t i = 0; i < n; i++)
 		close(keep[i].fd);
 	free(keep);
-	if (!rc) {
-		rc = sys_ib_tree(class, vi);
-		if (rc)
-			cli_err("exec: writing /sys/class/infiniband: %s", strerror(-rc));
-	}
-	if (!rc)
-		rc = must_mount("none", class, "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
-				MS_NOEXEC, NULL);
+close_class:
+	close(classfd);
+out:
+	who = "exec";
 	return rc;
 }
 
@@ -639,7 +686,13 @@ static int build_root(const struct container_spec *spec, const char *root, struc
 		if (lstat(p, &st) == 0)
 			cover_dir(p);
 		/* but what RDMA software reads there, it must find */
-		rc = setup_sys_class(root, vi);
+		int sysfd;
+
+		snprintf(p, sizeof(p), "%s/sys", root);
+		sysfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		rc = sysfd < 0 ? -errno : container_sys_class(sysfd, vi, 1, "exec");
+		if (sysfd >= 0)
+			close(sysfd);
 		if (rc)
 			return rc;
 	}

@@ -17,7 +17,9 @@
  *     lists an IB device only if /dev/infiniband/<dev_name> exists);
  *   - a createRuntime hook, `unirdma --state-dir STATE cdi-hook NAME`, that
  *     puts an eth0 with the vRNIC's address on the tenant's bridge into the
- *     container's network namespace, as `unirdma exec` does.
+ *     container's network namespace, as `unirdma exec` does, and the
+ *     /sys/class/infiniband tree of the vRNIC that UCX reads into its /sys
+ *     (cli/cmd-cdi.c; sysfs has none: there is no kernel RDMA device).
  *
  * A second spec file (unirdma-cni.json, or unirdma-<hash>-cni.json) holds
  * one more device of the kind, `cni`, for containers whose network and vRNIC

@@ -6,7 +6,8 @@
 #   two        Debian's unmodified ibv_rc_pingpong, ib_write_bw and
 #              ib_read_lat between two podman containers of the network;
 #              `vrnic list` shows both containers' vRNICs with their IPs
-#   lifecycle  create, use, rm (the vRNIC goes), the same name again
+#   lifecycle  create, use, rm (the vRNIC goes), the same name again; the
+#              container has the vRNIC's /sys/class/infiniband tree (the hook)
 #   kill       `podman kill` of the server in the middle of ib_write_bw:
 #              the client fails instead of hanging, no vRNIC is left
 #   errors     the plugin run as a runtime runs it: ADD without an IPv4
@@ -201,7 +202,11 @@ case_lifecycle() {
 	local round out vr ip
 	for round in 1 2; do
 		"${PODMAN[@]}" create --name lc "${RUN_OPTS[@]}" --device unirdma.io/vrnic=cni "$IMAGE" \
-			sh -c 'ibv_devices; ip -4 -o addr show eth0; ls /run/unirdma/dev' >/dev/null 2>"$WORK/create.err" ||
+			sh -c 'ibv_devices; ip -4 -o addr show eth0; ls /run/unirdma/dev
+				echo "ibdev $(cat /sys/class/infiniband_verbs/uverbs0/ibdev)"
+				for f in gid_attrs/types/0 gid_attrs/ndevs/0 gids/0; do
+					echo "$f $(cat /sys/class/infiniband/*/ports/1/$f)"; done' \
+			>/dev/null 2>"$WORK/create.err" ||
 			{ say "  podman create: $(cat "$WORK/create.err")"; return 1; }
 		vr=$(id_vrnic lc)
 		check "round $round: created, not started: no vRNIC yet" test -z "$(cni_vrnics)"
@@ -212,6 +217,10 @@ case_lifecycle() {
 			grep -Eq "^[[:space:]]+${vr}[[:space:]]+[0-9a-f]{16}" <<<"$out"
 		check "round $round: its region is at /run/unirdma/dev/$vr" grep -qx "$vr" <<<"$out"
 		check "round $round: eth0 has an address of the network ($ip)" grep -q "^10\.78\.$SUBNET\." <<<"$ip"
+		check "round $round: /sys/class/infiniband has $vr (uverbs0), GID 0 RoCE v2 on eth0, ::ffff:$ip" bash -c \
+			"grep -qx 'ibdev $vr' <<<\"\$1\" && grep -qx 'gid_attrs/types/0 RoCE v2' <<<\"\$1\" &&
+			 grep -qx 'gid_attrs/ndevs/0 eth0' <<<\"\$1\" &&
+			 grep -qx \"gids/0 0000:0000:0000:0000:0000:ffff:\$(printf '%02x%02x:%02x%02x' \${2//./ })\" <<<\"\$1\"" _ "$out" "$ip"
 		"${PODMAN[@]}" rm lc >/dev/null 2>&1
 		check "round $round: after podman rm the vRNIC is gone" test -z "$(cni_vrnics)"
 		check "round $round: and its record" test -z "$(ls "$STATE/cni" 2>/dev/null)"

@@ -9,6 +9,10 @@
 #                ib_read_lat between two podman containers
 #   podman_exec  the same programs between a podman container and a
 #                `unirdma exec` container
+#   ucx          ucx_info -d lists the vRNIC with rc_verbs and ud_verbs in a
+#                podman container (the hook gives it /sys/class/infiniband);
+#                ucx_perftest tag_lat and tag_bw between two podman
+#                containers over UCX_TLS=rc_verbs,ud_verbs,self
 # Podman runs with runc (podman --runtime runc), no registry: the image is
 # made here with `podman import` (merged-/usr symlinks; the host's /usr
 # bound read-only supplies the programs). The containers have --network none:
@@ -152,28 +156,37 @@ server_up() {
 	return 1
 }
 
-# ppair SERVER_KIND CLIENT_KIND DESC SERVER_CMD... -- CLIENT_CMD...: the
-# server in a podman container of pa; the client in a podman container of
-# pb (CLIENT_KIND podman) or in `unirdma exec pb` (exec). Prints both ends.
+# ppair [-p PORT] [-e VAR=VALUE]... CLIENT_KIND DESC SERVER_CMD... -- CLIENT_CMD...:
+# the server (listening on PORT, default 18515) in a podman container of pa;
+# the client in a podman container of pb (CLIENT_KIND podman) or in `unirdma
+# exec pb` (exec); both with the -e variables. Prints both ends.
 ppair() {
+	local port=18515 env=() envx=()
+	while :; do
+		case $1 in
+		-p) port=$2; shift 2 ;;
+		-e) env+=(-e "$2"); envx+=("$2"); shift 2 ;;
+		*) break ;;
+		esac
+	done
 	local ckind=$1 desc=$2 scmd=() ccmd=() name=srv$$-$RANDOM rc src
 	shift 2
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do scmd+=("$1"); shift; done
 	shift
 	ccmd=("$@")
 	say "+ podman pa: ${scmd[*]}; $ckind pb: ${ccmd[*]}"
-	"${PODMAN[@]}" run -d --name "$name" "${RUN_OPTS[@]}" --device unirdma.io/vrnic=pa "$IMAGE" \
-		"${scmd[@]}" >/dev/null 2>"$WORK/$name.err" || { say "  podman run: $(cat "$WORK/$name.err")"; return 1; }
-	if ! server_up "$name" 18515; then
+	"${PODMAN[@]}" run -d --name "$name" "${RUN_OPTS[@]}" ${env[@]+"${env[@]}"} --device unirdma.io/vrnic=pa \
+		"$IMAGE" "${scmd[@]}" >/dev/null 2>"$WORK/$name.err" || { say "  podman run: $(cat "$WORK/$name.err")"; return 1; }
+	if ! server_up "$name" "$port"; then
 		say "  the server did not listen; its log:"
 		"${PODMAN[@]}" logs "$name" 2>&1 | tail -n 5 | sed 's/^/  | /'
 		return 1
 	fi
 	if [ "$ckind" = podman ]; then
-		timeout 60 "${PODMAN[@]}" run --rm "${RUN_OPTS[@]}" --device unirdma.io/vrnic=pb "$IMAGE" \
-			"${ccmd[@]}" >"$WORK/client.out" 2>&1
+		timeout 60 "${PODMAN[@]}" run --rm "${RUN_OPTS[@]}" ${env[@]+"${env[@]}"} --device unirdma.io/vrnic=pb \
+			"$IMAGE" "${ccmd[@]}" >"$WORK/client.out" 2>&1
 	else
-		timeout 60 "$UNIRDMA" exec pb -- "${ccmd[@]}" >"$WORK/client.out" 2>&1
+		timeout 60 env ${envx[@]+"${envx[@]}"} "$UNIRDMA" exec pb -- "${ccmd[@]}" >"$WORK/client.out" 2>&1
 	fi
 	rc=$?
 	src=$(timeout 30 "${PODMAN[@]}" wait "$name" 2>/dev/null)
@@ -220,7 +233,57 @@ case_podman_exec() {
 	checks_result
 }
 
+# ucx_perf TEST SIZE ITERS: ucx_perftest between podman containers of pa
+# and pb over rc_verbs,ud_verbs,self, checked on its final figures and on
+# the bytes the vRNICs counted (not UCX's tcp or shm).
+ucx_perf() {
+	local t=$1 size=$2 n=$3 before after
+	before=$(tx_bytes_of pa pb)
+	ppair -p 13337 -e UCX_TLS=rc_verbs,ud_verbs,self podman "ucx_perftest $t" ucx_perftest -- \
+		ucx_perftest "10.77.$SUBNET.1" -t "$t" -s "$size" -n "$n"
+	after=$(tx_bytes_of pa pb)
+	check "  $t: final figures, all positive" awk '
+		$1 == "Final:" && NF == 9 { ok = 1; for (i = 2; i <= NF; i++) if ($i + 0 <= 0) ok = 0 }
+		END { exit !ok }' "$WORK/client.out"
+	say "  pa and pb sent $((after - before)) bytes"
+	check "  the traffic went through the vRNICs (>= $((size * n)) bytes)" test $((after - before)) -ge $((size * n))
+}
+
+# UCX with its defaults but the transports: the hook gave the containers
+# /sys/class/infiniband/<vRNIC> (read-only, beside sysfs's own classes).
+case_ucx() {
+	require_prog ucx_info ucx_perftest
+	podman_setup
+	"$UNIRDMA" vrnic create pa --tenant t1 --ip "10.77.$SUBNET.1/24" >/dev/null || return 1
+	"$UNIRDMA" vrnic create pb --tenant t1 --ip "10.77.$SUBNET.2/24" >/dev/null || return 1
+	local out ib=/sys/class/infiniband/pa/ports/1
+	out=$("${PODMAN[@]}" run --rm "${RUN_OPTS[@]}" --device unirdma.io/vrnic=pa "$IMAGE" ucx_info -d 2>&1)
+	check "ucx_info -d lists pa as a memory domain" grep -q '# Memory domain: pa$' <<<"$out" ||
+		sed 's/^/  | /' <<<"$out" | tail -n 20
+	check "with rc_verbs on pa:1" bash -c "grep -A2 'Transport: rc_verbs' <<<\"\$1\" | grep -q 'Device: pa:1'" _ "$out"
+	check "and ud_verbs on pa:1" bash -c "grep -A2 'Transport: ud_verbs' <<<\"\$1\" | grep -q 'Device: pa:1'" _ "$out"
+	out=$("${PODMAN[@]}" run --rm "${RUN_OPTS[@]}" --device unirdma.io/vrnic=pa "$IMAGE" sh -c "
+		cat $ib/gid_attrs/types/0 $ib/gid_attrs/ndevs/0 $ib/gids/0 /sys/class/infiniband_verbs/uverbs0/ibdev
+		ls /sys/class/net; touch /sys/class/infiniband/x 2>/dev/null && echo writable" 2>&1)
+	sed 's/^/  | /' <<<"$out"
+	check "GID 0 of pa is RoCE v2 on eth0, ::ffff:10.77.$SUBNET.1; uverbs0 is pa" bash -c \
+		"grep -qx 'RoCE v2' <<<\"\$1\" && grep -qx eth0 <<<\"\$1\" && grep -qx pa <<<\"\$1\" &&
+		 grep -qx \"0000:0000:0000:0000:0000:ffff:\$(printf '%02x%02x:%02x%02x' 10 77 $SUBNET 1)\" <<<\"\$1\"" _ "$out"
+	check "sysfs's classes are still there (net: lo, eth0)" bash -c "grep -qx lo <<<\"\$1\" && grep -qx eth0 <<<\"\$1\"" _ "$out"
+	check "and /sys/class is read-only" bash -c "! grep -qx writable <<<\"\$1\"" _ "$out"
+	# what the hook cannot give, the container does not start without
+	out=$("${PODMAN[@]}" run --rm "${RUN_OPTS[@]}" --mount type=tmpfs,destination=/sys \
+		--device unirdma.io/vrnic=pa "$IMAGE" echo started 2>&1)
+	say "  /sys a tmpfs: $(grep -m1 'cdi-hook' <<<"$out")"
+	check "a container whose /sys is no sysfs does not start; the hook says why" bash -c \
+		"! grep -qx started <<<\"\$1\" && grep -q 'cdi-hook: /sys in the container is not a sysfs' <<<\"\$1\"" _ "$out"
+	ucx_perf tag_lat 8 2000
+	ucx_perf tag_bw 65536 500
+	checks_result
+}
+
 add_case spec case_spec
 add_case two_podman case_two_podman
 add_case podman_exec case_podman_exec
+add_case ucx case_ucx
 run_cases "$@"
