@@ -167,6 +167,7 @@ int cm_agent_start(struct cma_dev *d)
 		goto err_mr;
 	}
 	d->next_n = cma_random() & 0xffff;
+	g_cma.agent_pid = getpid();
 	d->agent_ok = true;
 	LOG("agent on %s: slot %d qpn %u\n", ibv_get_device_name(d->verbs->device), slot, d->qp->qp_num);
 	wake_thread();
@@ -253,7 +254,10 @@ static int send_raw(struct cma_dev *d, const union ibv_gid *dgid, const uint8_t 
 	wr.wr.ud.remote_qpn = 1;
 	wr.wr.ud.remote_qkey = CMA_GSI_QKEY;
 	ret = ibv_post_send(d->qp, &wr, &bad);
-	return ret ? -ret : 0;
+	if (ret)
+		return -ret;
+	d->sends_out++;
+	return 0;
 }
 
 /* Encodes and sends m; save: keep the MAD in that id for retransmission
@@ -595,6 +599,89 @@ static bool hdr_ok(const uint8_t *p)
 	return p[0] == 0 && (p[1] >> 4) == 4;
 }
 
+/* A REQ for a ServiceID nobody listens on is held a moment before it is
+ * rejected: programs that agree on "now listen, now connect" over another
+ * channel (perftest -R's second connection, over its first one) race their
+ * peer's rdma_listen by microseconds, and a REJ there is final.  A CM may
+ * answer late (the requester waits its CM response timeout, 4.3 s, before
+ * it even retransmits), so holding 200 ms breaks nothing, and a REQ nobody
+ * ever listens for is still rejected within 0.2 s. */
+#define HOLD_MAX 16
+#define HOLD_MS  200
+
+struct held_req {
+	struct cma_dev *d;              /* NULL: free */
+	union ibv_gid peer;
+	uint64_t deadline;
+	struct cm_msg m;
+};
+
+static struct held_req held[HOLD_MAX];
+
+static void on_req(struct cma_dev *d, const union ibv_gid *peer, const struct cm_msg *m);
+
+/* true: m is held (or already was: a retransmission) */
+static bool hold_req(struct cma_dev *d, const union ibv_gid *peer, const struct cm_msg *m)
+{
+	struct held_req *free_slot = NULL;
+	int i;
+
+	for (i = 0; i < HOLD_MAX; i++) {
+		if (!held[i].d) {
+			if (!free_slot)
+				free_slot = &held[i];
+			continue;
+		}
+		if (held[i].d == d && held[i].m.req.local_comm_id == m->req.local_comm_id &&
+		    !memcmp(&held[i].peer, peer, sizeof(*peer)))
+			return held[i].deadline > cma_now_ms();
+	}
+	if (!free_slot)
+		return false;
+	free_slot->d = d;
+	free_slot->peer = *peer;
+	free_slot->m = *m;
+	free_slot->deadline = cma_now_ms() + HOLD_MS;
+	DBG("REQ for service 0x%llx: nobody listens yet, held\n", (unsigned long long)m->req.service_id);
+	wake_thread();
+	return true;
+}
+
+/* Held REQs that a new listener can take now, or whose time is up (then
+ * on_req rejects them); returns the ms to the next deadline, -1: none. */
+static int run_held(bool listened)
+{
+	uint64_t now = cma_now_ms(), next = 0;
+	int i;
+
+	for (i = 0; i < HOLD_MAX; i++) {
+		struct held_req h = held[i];
+
+		if (!h.d)
+			continue;
+		if (listened && find_listener(h.d, h.m.req.service_id, 0)) {
+			held[i].d = NULL;
+			on_req(h.d, &h.peer, &h.m);
+			continue;
+		}
+		if (h.deadline <= now) {
+			held[i].d = NULL;
+			DBG("REQ for service 0x%llx: nobody listens\n", (unsigned long long)h.m.req.service_id);
+			cm_send_rej(h.d, &h.peer, 0, h.m.req.local_comm_id, CM_MSG_REQ,
+				    CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+			continue;
+		}
+		if (!next || h.deadline < next)
+			next = h.deadline;
+	}
+	return next ? (int)(next - now) : -1;
+}
+
+void cm_listen_added(void)
+{
+	run_held(true);
+}
+
 static void on_req(struct cma_dev *d, const union ibv_gid *peer, const struct cm_msg *m)
 {
 	const struct cm_req *r = &m->req;
@@ -617,6 +704,8 @@ static void on_req(struct cma_dev *d, const union ibv_gid *peer, const struct cm
 	memcpy(&dip, r->pdata + 20 + 12, 4);
 	l = find_listener(d, r->service_id, dip);
 	if (!l) {
+		if (hold_req(d, peer, m))
+			return;
 		DBG("REQ for service 0x%llx: nobody listens\n", (unsigned long long)r->service_id);
 		cm_send_rej(d, peer, 0, r->local_comm_id, CM_MSG_REQ, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
 		return;
@@ -740,8 +829,7 @@ static void on_rej(struct cma_dev *d, const struct cm_msg *m)
 		return;
 	DBG("REJ reason %u\n", r->reason);
 	cm_disarm(c);
-	cma_qp_to_err(c);
-	c->state = CS_ERROR;
+	c->state = CS_ERROR;            /* rdma_get_cm_event moves the QP to ERR */
 	e = cma_event_new(c, RDMA_CM_EVENT_REJECTED, r->reason);
 	if (e)
 		queue_pdata(e, r->pdata, CM_REJ_PDATA, false);
@@ -774,8 +862,10 @@ static void on_dreq(struct cma_dev *d, const union ibv_gid *peer, const struct c
 	case CS_ESTABLISHED:
 	case CS_REP_SENT:
 	case CS_REP_RCVD:
+		/* the QP is left alone, as rdma-core does: the application
+		 * may have destroyed it already (perftest calls
+		 * ibv_destroy_qp itself); rdma_disconnect moves it to ERR */
 		cm_disarm(c);
-		cma_qp_to_err(c);
 		send_drep(d, peer, c->local_comm_id, c->remote_comm_id);
 		c->state = CS_DISCONNECTED;
 		if (!c->disc_queued) {
@@ -783,7 +873,19 @@ static void on_dreq(struct cma_dev *d, const union ibv_gid *peer, const struct c
 			cma_queue(c, cma_event_new(c, RDMA_CM_EVENT_DISCONNECTED, 0));
 		}
 		break;
-	case CS_DREQ_SENT:      /* both sides disconnect: each answers, each waits for its DREP */
+	case CS_DREQ_SENT:
+		/* both sides disconnect: answer, and stop waiting for the
+		 * DREP to ours, as the kernel's CM does (cm_dreq_handler
+		 * cancels the DREQ in DREQ_SENT): the peer may be gone by
+		 * the time our DREQ reaches it */
+		cm_disarm(c);
+		send_drep(d, peer, c->local_comm_id, c->remote_comm_id);
+		c->state = CS_DISCONNECTED;
+		if (!c->disc_queued) {
+			c->disc_queued = true;
+			cma_queue(c, cma_event_new(c, RDMA_CM_EVENT_DISCONNECTED, 0));
+		}
+		break;
 	case CS_DISCONNECTED:   /* our DREP was lost */
 		send_drep(d, peer, c->local_comm_id, c->remote_comm_id);
 		break;
@@ -908,8 +1010,11 @@ static void drain_cq(struct cma_dev *d)
 
 	while ((n = ibv_poll_cq(d->cq, 16, wc)) > 0) {
 		for (i = 0; i < n; i++) {
-			if (wc[i].wr_id == ~0ull)
+			if (wc[i].wr_id == ~0ull) {
+				if (d->sends_out)
+					d->sends_out--;
 				continue;       /* a send */
+			}
 			if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
 				on_mad(d, d->buf + (size_t)wc[i].wr_id * AG_BUFSZ, wc[i].byte_len);
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
@@ -950,8 +1055,7 @@ static int run_timers(void)
 		case CM_ATTR_REQ:
 		case CM_ATTR_REP:
 		case CM_ATTR_SIDR_REQ:
-			cma_qp_to_err(c);
-			c->state = CS_ERROR;
+			c->state = CS_ERROR;    /* rdma_get_cm_event moves the QP to ERR */
 			e = cma_event_new(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
 			break;
 		case CM_ATTR_DREQ:
@@ -991,6 +1095,9 @@ static void *cm_thread(void *arg)
 				pdev[n++] = &g_cma.devs[i];
 			}
 		tmo = run_timers();
+		i = run_held(false);
+		if (i >= 0 && (tmo < 0 || i < tmo))
+			tmo = i;
 		pthread_mutex_unlock(&g_cma.lock);
 
 		if (poll(pfd, (nfds_t)n, tmo) < 0)
@@ -1017,4 +1124,37 @@ static void *cm_thread(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* The process exits (or the library is unloaded): a kernel closes the
+ * process's rdma_cm file then, which destroys its ids, and so tells every
+ * peer (DREQ for a connection, REJ for one being set up).  Do the same,
+ * and wait a little for those sends to leave: once the process is gone
+ * its agent is too, and a peer's DREQ would go unanswered until it times
+ * out.  Not in a forked child: the ids are its parent's. */
+static void __attribute__((destructor)) cm_exit(void)
+{
+	struct cma_id *c;
+	int i, waits;
+	bool busy;
+
+	if (!g_cma.agent_pid || g_cma.agent_pid != getpid())
+		return;
+	pthread_mutex_lock(&g_cma.lock);
+	for (c = g_cma.ids; c; c = c->next_all)
+		if (c->dev && c->dev->agent_ok)
+			cma_teardown_conn(c);
+	for (waits = 0; waits < 200; waits++) {
+		busy = false;
+		for (i = 0; i < g_cma.ndev; i++)
+			if (g_cma.devs[i].agent_ok && g_cma.devs[i].sends_out)
+				busy = true;
+		if (!busy)
+			break;
+		/* the CM thread reaps the completions */
+		pthread_mutex_unlock(&g_cma.lock);
+		usleep(1000);
+		pthread_mutex_lock(&g_cma.lock);
+	}
+	pthread_mutex_unlock(&g_cma.lock);
 }

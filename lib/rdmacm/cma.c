@@ -301,6 +301,12 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 		}
 		pthread_mutex_unlock(&g_cma.lock);
 		if (e) {
+			/* as rdma-core: the QP goes to ERR when the application
+			 * takes the event, in its own thread, never from the CM
+			 * thread (the QP is the application's to destroy) */
+			if (e->ev.event == RDMA_CM_EVENT_REJECTED || e->ev.event == RDMA_CM_EVENT_UNREACHABLE ||
+			    e->ev.event == RDMA_CM_EVENT_CONNECT_ERROR)
+				cma_qp_to_err(cma_of(e->ev.id));
 			*event = &e->ev;
 			return 0;
 		}
@@ -738,10 +744,30 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	pthread_mutex_lock(&g_cma.lock);
 	if (c->state != CS_IDLE) {
 		ret = -EINVAL;
+	} else if (ip && (ntohl(ip) >> 24) == 127) {
+		/* loopback (libfabric's verbs provider binds "localhost" to
+		 * find its devices): no vRNIC has it; bound to none, as a
+		 * wildcard, and the address kept as given */
+		ret = bind_locked(c, NULL, 0, port, addr);
+		if (!ret)
+			set_sin(&c->id.route.addr.src_storage, ip, c->port);
 	} else if (ip && !(dev = cma_dev_by_ip(ip))) {
 		ret = -EADDRNOTAVAIL;   /* no vRNIC has this address */
 	} else {
 		ret = bind_locked(c, dev, ip, port, addr);
+	}
+	if (!ret) {
+		/* A bound id is about to listen, and programs tell their
+		 * peer to connect as soon as they know the port (qperf
+		 * -cm1 sends it before it calls rdma_listen).  With the CM
+		 * agent running, a REQ that beats rdma_listen is held for
+		 * it (cm_agent.c); without one the daemon rejects it at
+		 * once.  A failure here is rdma_listen's to report. */
+		int i;
+
+		for (i = 0; i < g_cma.ndev; i++)
+			if (!dev || dev == &g_cma.devs[i])
+				(void)cm_agent_start(&g_cma.devs[i]);
 	}
 	pthread_mutex_unlock(&g_cma.lock);
 	return ret ? err(-ret) : 0;
@@ -1358,6 +1384,7 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	}
 	c->backlog = backlog > 0 ? backlog : 1024;
 	c->state = CS_LISTEN;
+	cm_listen_added();
 	if (cm_debug)
 		fprintf(stderr, "rdmacm: listening on service 0x%llx\n", (unsigned long long)sid);
 out:

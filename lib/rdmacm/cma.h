@@ -120,7 +120,7 @@ struct cma_id {
 	struct ibv_sa_path_rec path;
 	/* the connection */
 	uint32_t local_comm_id, remote_comm_id;
-	uint32_t remote_qpn, sq_psn, rq_psn;
+	uint32_t remote_qpn, sq_psn, rq_psn;   /* sq_psn: the Starting PSN we advertise, rq_psn: the peer's (cma.c RTR) */
 	uint8_t resp_res, init_depth, retry_cnt, rnr_retry, srq_flag, flow_control;
 	enum ibv_mtu mtu;
 	bool disc_queued;
@@ -187,6 +187,7 @@ int cm_send_sidr_req(struct cma_id *c, const struct rdma_conn_param *p);
 int cm_send_sidr_rep(struct cma_id *c, uint8_t status, uint32_t qpn, const void *pdata, size_t len);
 int cm_send_dreq(struct cma_id *c);
 int cm_send_rtu(struct cma_id *c);
+void cm_listen_added(void);           /* a held REQ may have its listener now */
 void cm_fill_ud_ah(struct cma_id *c, struct ibv_ah_attr *ah, const union ibv_gid *dgid);
 
 /* urd_cm_agent / urd_cm_listen come from our libibverbs (UNIRDMA_PRIVATE_1.0);

@@ -68,6 +68,23 @@ case_rping() {
 	checks_result
 }
 
+# valgrind (memcheck, leaks too) over rping and ucmatose, both sides: no
+# error in the library (nothing of ours suppressed).
+case_valgrind() {
+	require_prog valgrind rping ucmatose
+	case ${UNIRDMA_EXEC_PRELOAD:-} in *libasan*) skip "valgrind and AddressSanitizer cannot share a process (the sanitizer run)" ;; esac
+	# "possibly lost": only the TLS of threads still running at exit (rping's own,
+	# libibverbs' event thread, our CM thread), as valgrind reports any such thread
+	local vg="valgrind -q --vgdb=no --error-exitcode=99 --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite"
+	check "rping under valgrind: both exit 0" cm_pair "$vg rping -s -v -C 3" "$vg rping -c -a $IP_A -v -C 3"
+	check "rping: the client printed 3 ping lines" test "$(grep -c '^ping data: rdma-ping-' "$PAIR_CLIENT_OUT")" -eq 3
+	check "rping: no valgrind report" bash -c "! grep -q '==[0-9]*==' '$PAIR_SERVER_OUT' '$PAIR_CLIENT_OUT'"
+	check "ucmatose under valgrind: both exit 0" cm_pair "$vg ucmatose -C 2" "$vg ucmatose -s $IP_A -C 2"
+	check "ucmatose: both completed" test "$(cat "$PAIR_SERVER_OUT" "$PAIR_CLIENT_OUT" | grep -c 'test complete')" -eq 2
+	check "ucmatose: no valgrind report" bash -c "! grep -q '==[0-9]*==' '$PAIR_SERVER_OUT' '$PAIR_CLIENT_OUT'"
+	checks_result
+}
+
 # REJ: nobody listens on the port: the peer's CM answers REJ "invalid
 # service ID" (8) and rping's client fails at once, as against a kernel.
 case_reject() {
@@ -114,10 +131,37 @@ case_rdma_xserver() {
 	checks_result
 }
 
-perftest_cm() { # PROGRAM
-	require_prog "$1"
-	check "$1 -R: both exit 0" cm_pair "$1 -R -n 200" "$1 -R -n 200 $IP_A"
-	check "the client printed its result line" grep -Eq '^ *[0-9]+ +200 ' "$PAIR_CLIENT_OUT"
+# perftest -R: the 8 RC tests, one after the other on one pair of vRNICs
+# (perftest's own connection set-up through rdma_cm, then its data).
+case_perftest() {
+	local t ok=0 failed=()
+	for t in ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
+		 ib_atomic_bw ib_atomic_lat; do
+		require_prog "$t"
+	done
+	for t in ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
+		 ib_atomic_bw ib_atomic_lat; do
+		# the client's result line: the message size, then the iterations
+		# (the server of a read or atomic latency test prints none)
+		if CM_CLIENT_TIMEOUT=20 cm_pair "$t -R -n 100" "$t -R -n 100 $IP_A" &&
+		   grep -Eq '^ *[0-9]+ +100 ' "$PAIR_CLIENT_OUT"; then
+			ok=$((ok + 1))
+		else
+			failed+=("$t")
+		fi
+	done
+	check "8 perftest -R tests printed their results on both sides (failed: ${failed[*]:-none})" test "$ok" -eq 8
+	checks_result
+}
+
+# qperf -cm1: the test connection through rdma_cm (qperf's own control
+# connection is TCP, port 19765; its server serves until it is stopped).
+case_qperf() {
+	require_prog qperf
+	check "qperf -cm1 rc_bw rc_lat: the client exits 0" \
+		run_pair -p 19765 --persistent "qperf" "qperf -cm1 $IP_A -t 1 rc_bw rc_lat"
+	check "it measured rc_bw" grep -Eq '^ *bw += +[0-9.]+ [KMG]?B/sec' "$PAIR_CLIENT_OUT"
+	check "it measured rc_lat" grep -Eq '^ *latency += +[0-9.]+ (ns|us|ms)' "$PAIR_CLIENT_OUT"
 	checks_result
 }
 
@@ -135,20 +179,21 @@ case_mckey() {
 	require_prog mckey
 	check "mckey receiver / sender: both exit 0" \
 		cm_pair "mckey -m 239.1.2.3 -b $IP_A -C 4" "mckey -m 239.1.2.3 -b $IP_B -s -C 4"
-	check "the receiver got the messages" grep -q "test complete" "$PAIR_SERVER_OUT"
+	# the receiver prints this only after it polled 4 receive completions
+	check "the receiver got the messages" grep -q "^data transfers complete" "$PAIR_SERVER_OUT"
+	check "the sender sent them" grep -q "^data transfers complete" "$PAIR_CLIENT_OUT"
 	checks_result
 }
 
 add_case rping case_rping
+add_case valgrind case_valgrind
 add_case reject case_reject
 add_case ucmatose case_ucmatose
 add_case udaddy case_udaddy
 add_case rdma_server case_rdma_server
 add_case rdma_xserver case_rdma_xserver
-add_case ib_write_bw perftest_cm ib_write_bw
-add_case ib_send_lat perftest_cm ib_send_lat
+add_case perftest case_perftest
+add_case qperf case_qperf
 add_case cmtime case_cmtime
-# not registered yet: the receiver joins but gets none of the sender's
-# datagrams (being looked at); run by hand: rdmacm.sh mckey
-[ "${1:-}" = mckey ] && add_case mckey case_mckey
+add_case mckey case_mckey
 run_cases "$@"
