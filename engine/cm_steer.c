@@ -15,6 +15,8 @@
 #define MAD_DATA         24
 #define CM_ATTR_REQ      0x0010
 #define CM_ATTR_REJ      0x0012
+#define CM_ATTR_DREQ     0x0015
+#define CM_ATTR_DREP     0x0016
 #define CM_ATTR_SIDR_REQ 0x0017
 #define CM_ATTR_SIDR_REP 0x0018
 #define CM_REJ_INVALID_SERVICE_ID 8
@@ -63,36 +65,43 @@ struct vr_qp *cm_steer(struct urd_vrnic *vr, const uint8_t *mad, uint32_t len)
 	return NULL;
 }
 
-/* A vRNIC on which no process runs a CM agent still answers a connection
- * request at once, as a kernel's IB CM does for a ServiceID nobody listens
- * on (cm_req_handler, cm_sidr_req_handler): a REJ "invalid service ID" to a
- * REQ, a SIDR_REP "unsupported" to a SIDR_REQ, with the request's TID and
- * its comm ID / request ID.  Anything else gets no answer.  true: out holds
- * the answer, to go back to the requester's QP with the GSI Q_Key. */
-bool cm_unserved_answer(const uint8_t *mad, uint32_t len, uint8_t out[CM_MAD_BYTES])
+/* A CM message that nobody on the vRNIC will answer gets the answer a
+ * kernel's IB CM gives, at once (else its sender waits out its retries):
+ *   - REQ or SIDR_REQ on a vRNIC with no CM agent at all (a ServiceID
+ *     nobody listens on: cm_req_handler, cm_sidr_req_handler): REJ
+ *     "invalid service ID", or SIDR_REP "unsupported";
+ *   - DREQ for a comm ID whose agent is gone (its process died without
+ *     disconnecting; cm_dreq_handler answers an unknown comm ID): DREP.
+ * The answer has the message's TID and swaps its comm IDs.  Anything else
+ * gets no answer.  true: out holds the answer, to go back to the sender's
+ * QP with the GSI Q_Key. */
+bool cm_orphan_answer(const struct urd_vrnic *vr, const uint8_t *mad, uint32_t len, uint8_t out[CM_MAD_BYTES])
 {
 	struct cm_steer_key k;
 	uint16_t attr;
 
-	if (len < CM_MAD_BYTES || cm_steer_key(mad, len, &k) || !k.by_service || mad[0] != 1 || mad[2] != 2 ||
-	    mad[3] != 0x03)
+	if (len < CM_MAD_BYTES || cm_steer_key(mad, len, &k) || mad[0] != 1 || mad[2] != 2 || mad[3] != 0x03)
 		return false;
 	attr = (uint16_t)(mad[MAD_ATTR_ID] << 8 | mad[MAD_ATTR_ID + 1]);
+	if (k.by_service ? cm_served(vr) : attr != CM_ATTR_DREQ || (k.slot && vr->cm_agent[k.slot]))
+		return false;
 	memset(out, 0, CM_MAD_BYTES);
 	memcpy(out, mad, 4);                            /* base, class, class version, method Send */
-	memcpy(out + 8, mad + 8, 8);                    /* the request's TID */
-	if (attr == CM_ATTR_REQ) {
-		out[MAD_ATTR_ID + 1] = CM_ATTR_REJ;
-		/* LocalCommID: the REQ's RemoteCommID (0); RemoteCommID: its
-		 * LocalCommID; message REJected: REQ (0); no ARI */
-		memcpy(out + MAD_DATA, mad + MAD_DATA + 4, 4);
+	memcpy(out + 8, mad + 8, 8);                    /* the message's TID */
+	/* LocalCommID: its RemoteCommID; RemoteCommID: its LocalCommID (REQ,
+	 * DREQ); SIDR: the RequestID */
+	memcpy(out + MAD_DATA, mad + MAD_DATA + (attr == CM_ATTR_SIDR_REQ ? 0 : 4), 4);
+	if (attr != CM_ATTR_SIDR_REQ)
 		memcpy(out + MAD_DATA + 4, mad + MAD_DATA, 4);
+	if (attr == CM_ATTR_REQ) {
+		out[MAD_ATTR_ID + 1] = CM_ATTR_REJ;     /* message REJected: REQ (0); no ARI */
 		out[MAD_DATA + 11] = CM_REJ_INVALID_SERVICE_ID;
-	} else {
+	} else if (attr == CM_ATTR_SIDR_REQ) {
 		out[MAD_ATTR_ID + 1] = CM_ATTR_SIDR_REP;
-		memcpy(out + MAD_DATA, mad + MAD_DATA, 4);          /* RequestID */
 		out[MAD_DATA + 4] = CM_SIDR_UNSUPPORTED;
 		memcpy(out + MAD_DATA + 12, mad + MAD_DATA + 8, 8); /* ServiceID */
+	} else {
+		out[MAD_ATTR_ID + 1] = CM_ATTR_DREP;
 	}
 	return true;
 }

@@ -138,7 +138,7 @@ int cm_steer_key(const uint8_t *mad, uint32_t len, struct cm_steer_key *k);
 struct vr_qp *cm_steer(struct urd_vrnic *vr, const uint8_t *mad, uint32_t len);
 #define CM_MAD_BYTES 256
 bool cm_served(const struct urd_vrnic *vr);
-bool cm_unserved_answer(const uint8_t *mad, uint32_t len, uint8_t out[CM_MAD_BYTES]);
+bool cm_orphan_answer(const struct urd_vrnic *vr, const uint8_t *mad, uint32_t len, uint8_t out[CM_MAD_BYTES]);
 /* The QPN a QP's datagrams carry as their source: 1 for a CM agent. */
 static inline uint32_t qp_src_qpn(const struct vr_qp *qp)
 {

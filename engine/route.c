@@ -47,9 +47,9 @@ struct vr_qp *route_rc(struct vr_qp *src)
 	return route(src, src->attr.dest_qp_num, ah->is_global, ah->dgid);
 }
 
-/* A connection request to a vRNIC where nobody runs a CM: its answer
- * (cm_steer.c) goes straight back to the requesting QP, as from QP1. */
-static void cm_answer_unserved(struct urd_vrnic *vr, struct vr_qp *src, const struct packet *pkt)
+/* A CM message nobody on vr answers (cm_steer.c cm_orphan_answer): the
+ * answer goes straight back to the sending QP, as from QP1. */
+static void cm_answer_orphan(struct urd_vrnic *vr, struct vr_qp *src, const struct packet *pkt)
 {
 	struct urd_daemon *d = vr->d;
 	uint8_t req[CM_MAD_BYTES], rep[CM_MAD_BYTES], grh[40];
@@ -59,7 +59,7 @@ static void cm_answer_unserved(struct urd_vrnic *vr, struct vr_qp *src, const st
 	    (src->state != IBV_QPS_RTR && src->state != IBV_QPS_RTS && src->state != IBV_QPS_SQD))
 		return;
 	vsge_read(&d->eng, req, pkt->local, pkt->nlocal, 0, CM_MAD_BYTES);
-	if (!cm_unserved_answer(req, CM_MAD_BYTES, rep))
+	if (!cm_orphan_answer(vr, req, CM_MAD_BYTES, rep))
 		return;
 	/* UDP: 8, BTH 12, DETH 8, the MAD, ICRC 4 */
 	grh_fill(grh, vr->vip, src->vr->vip, 8 + 12 + 8 + CM_MAD_BYTES + 4);
@@ -73,6 +73,7 @@ static struct vr_qp *route_gsi(struct vr_qp *src, const struct urd_send_wqe *wqe
 	struct urd_daemon *d = src->vr->d;
 	uint8_t mad[CM_STEER_BYTES];
 	struct urd_vrnic *vr;
+	struct vr_qp *dst;
 
 	if (!wqe->is_global || pkt->len < CM_STEER_BYTES)
 		return NULL;
@@ -80,9 +81,10 @@ static struct vr_qp *route_gsi(struct vr_qp *src, const struct urd_send_wqe *wqe
 	if (!vr || vr->failed)
 		return NULL;
 	vsge_read(&d->eng, mad, pkt->local, pkt->nlocal, 0, CM_STEER_BYTES);
-	if (!cm_served(vr))
-		cm_answer_unserved(vr, src, pkt);
-	return cm_steer(vr, mad, CM_STEER_BYTES);
+	dst = cm_steer(vr, mad, CM_STEER_BYTES);
+	if (!dst)
+		cm_answer_orphan(vr, src, pkt);
+	return dst;
 }
 
 struct vr_qp *route_ud(struct vr_qp *src, const struct urd_send_wqe *wqe, const struct packet *pkt)

@@ -476,17 +476,17 @@ static void wire_mcast_rx(struct urd_daemon *d, struct wire_rx *rx, const char *
 		rx->cnt->drops[WDROP_NO_QP]++;
 }
 
-/* A connection request from another host to a vRNIC where nobody runs a
- * CM: the answer a kernel's CM would give (cm_steer.c), from QP1 to the
- * requesting QP, with the GSI Q_Key.  The requester is a GID the directory
- * puts in the vRNIC's tenant (wire_rx_one checked both). */
-static void wire_cm_answer_unserved(struct urd_daemon *d, struct urd_vrnic *vr, const struct wire_rx *rx)
+/* A CM message from another host that nobody on vr answers: the answer a
+ * kernel's CM would give (cm_steer.c cm_orphan_answer), from QP1 to the
+ * sending QP, with the GSI Q_Key.  The sender is a GID the directory puts
+ * in the vRNIC's tenant (wire_rx_one checked both). */
+static void wire_cm_answer_orphan(struct urd_daemon *d, struct urd_vrnic *vr, const struct wire_rx *rx)
 {
 	uint8_t rep[CM_MAD_BYTES];
 	struct wire_pkt_out p;
 
 	if ((rx->h.opcode != ROCE_UD_SEND_ONLY && rx->h.opcode != ROCE_UD_SEND_ONLY_IMM) ||
-	    rx->h.qkey != ROCE_GSI_QKEY || !cm_unserved_answer(rx->h.payload, rx->h.payload_len, rep))
+	    rx->h.qkey != ROCE_GSI_QKEY || !cm_orphan_answer(vr, rx->h.payload, rx->h.payload_len, rep))
 		return;
 	memset(&p, 0, sizeof(p));
 	p.h.opcode = ROCE_UD_SEND_ONLY;
@@ -594,9 +594,9 @@ static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, ui
 	if (rx.h.dqpn == URD_GSI_QPN) {
 		struct urd_vrnic *vr = local_vrnic_by_ip(d, dip);
 
-		if (vr && !vr->failed && !cm_served(vr) && !strcmp(g->tenant, vr->tenant))
-			wire_cm_answer_unserved(d, vr, &rx);
 		qp = cm_steer(vr, rx.h.payload, rx.h.payload_len);
+		if (!qp && vr && !vr->failed && !strcmp(g->tenant, vr->tenant))
+			wire_cm_answer_orphan(d, vr, &rx);
 	} else
 		qp = rx.h.dqpn > 1 ? qpn_lookup(d, rx.h.dqpn) : NULL;
 	if (!qp || (qp->vr->vip != dip && dip != d->eng.wire->ip) || qp->vr->failed) {

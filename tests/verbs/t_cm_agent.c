@@ -20,7 +20,8 @@
  *     go to the next lowest agent;
  *   - a vRNIC with no agent at all answers as a kernel CM would: a REQ gets
  *     a REJ "invalid service ID" (8) with the REQ's TID and comm ID, a
- *     SIDR_REQ a SIDR_REP "unsupported" (1); anything else no answer.
+ *     SIDR_REQ a SIDR_REP "unsupported" (1), a DREQ to a departed agent a
+ *     DREP; anything else no answer.
  */
 #include "helpers.h"
 
@@ -279,6 +280,14 @@ int main(void)
 
 		CHECK(r[17] == 0x18 && r[24] == 1 && r[27] == 0x0d && r[28] == 1);  /* SIDR_REP, id, unsupported */
 		CHECK(!memcmp(r + 24 + 12, abuf + 24 + 8, 8));                        /* ServiceID */
+	}
+	mad(abuf, 7, 0x15, 0x0100000f, 2u << 24 | 7, 0, 18);      /* DREQ to a departed agent */
+	{
+		struct ibv_wc wc;
+		const uint8_t *r = send_for_answer(&a, ah, &wc);
+
+		CHECK(r[17] == 0x16);                                            /* DREP */
+		CHECK(r[24] == 2 && r[27] == 7 && r[28] == 1 && r[31] == 0x0f);  /* comm IDs swapped */
 	}
 	mad(abuf, 7, 0x13, 0x0100000e, 1u << 24 | 5, 0, 17);      /* a REP: no answer */
 	send_mad(a.qp, a.cq, ah, MAD, GSI_QKEY);
