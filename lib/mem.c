@@ -213,6 +213,35 @@ static void page_copy(void *dst, const void *src, size_t len)
 		d[i] = s[i];
 }
 
+/* The page moves below are the library's business, not the application's:
+ * they go to the kernel directly, past any interposed mmap, mremap, munmap
+ * or madvise.  UCX's memory hooks (ucm) patch those entry points and take a
+ * MAP_FIXED mmap over a range for an unmap of it, so UCX's registration
+ * cache dropped a buffer each time our ibv_reg_mr moved it into the window:
+ * every Open MPI message above UCX's rendezvous threshold registered its
+ * buffer again (NetPIPE: 47 us at 192 KiB, 708 us at 256 KiB).  The memory
+ * at those addresses keeps its contents throughout: nothing the
+ * application sees was unmapped. */
+static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr)
+{
+	return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+}
+
+static int sys_munmap(void *addr, size_t len)
+{
+	return (int)syscall(SYS_munmap, addr, len);
+}
+
+static int sys_madvise(void *addr, size_t len, int advice)
+{
+	return (int)syscall(SYS_madvise, addr, len, advice);
+}
+
 /* Move [p, p + len) onto the window piece at off: copy, then map over. */
 static int move_in(struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
 {
@@ -233,7 +262,7 @@ static int move_in(struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
 		done += (size_t)w;
 	}
 	PAGE_COPY_END();
-	m = mmap((void *)p, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+	m = sys_mmap((void *)p, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		 md->fd, (off_t)(md->mem_off + off));
 	if (m == MAP_FAILED)
 		return -errno;
@@ -245,7 +274,7 @@ static int move_in(struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
  * in one mremap, so the bytes never disappear from under other threads. */
 static void move_out_range(uintptr_t p, size_t len)
 {
-	void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	void *tmp = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (tmp == MAP_FAILED) {
@@ -256,12 +285,12 @@ static void move_out_range(uintptr_t p, size_t len)
 	PAGE_COPY_BEGIN();
 	page_copy(tmp, (const void *)p, len);
 	PAGE_COPY_END();
-	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)p) ==
+	if (sys_mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)p) ==
 	    MAP_FAILED) {
-		if (mmap((void *)p, len, PROT_READ | PROT_WRITE,
+		if (sys_mmap((void *)p, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
 			page_copy((void *)p, tmp, len);
-		munmap(tmp, len);
+		sys_munmap(tmp, len);
 	}
 }
 
@@ -270,12 +299,12 @@ static void move_out_range(uintptr_t p, size_t len)
  * fails with ENOMEM on unmapped pages). */
 static void move_out(uintptr_t p, size_t len)
 {
-	if (madvise((void *)p, len, MADV_NORMAL) == 0) {
+	if (sys_madvise((void *)p, len, MADV_NORMAL) == 0) {
 		move_out_range(p, len);
 		return;
 	}
 	for (size_t i = 0; i < len; i += page_size)
-		if (madvise((void *)(p + i), page_size, MADV_NORMAL) == 0)
+		if (sys_madvise((void *)(p + i), page_size, MADV_NORMAL) == 0)
 			move_out_range(p + i, page_size);
 }
 
