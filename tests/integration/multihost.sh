@@ -293,11 +293,12 @@ done
 
 # wire_rdmacm: rdma_cm programs between the hosts through our librdmacm:
 # the IB CM's MADs go QP1 to QP1 over RoCEv2 (include/unirdma/cm.h).  rping
-# (RC, data checked by -v), udaddy (UD, SIDR), ib_write_bw -R; a REQ to a
+# (RC, data checked by -v), udaddy (UD, SIDR), ib_write_bw -R, rstream
+# (rsockets); a REQ to a
 # port nobody listens on, on a vRNIC with no CM agent at all, gets host 1's
 # daemon's REJ 8 over the wire at once.  The capture of it all is clean.
 wire_rdmacm() {
-	require_prog rping udaddy ib_write_bw
+	require_prog rping udaddy ib_write_bw rstream
 	local cm="env UNIRDMA_CM_DEBUG=1" ready='rdmacm: listening' t0
 	wire_setup || return 1
 	mh_pair -w "$ready" 1 h1v1 "$cm rping -s -a $SRV -v -C 5" 2 h2v1 "rping -c -a $SRV -v -C 5" || return 1
@@ -307,6 +308,9 @@ wire_rdmacm() {
 	mh_pair -w "$ready" 1 h1v1 "$cm ib_write_bw -R -F -x 0 -n 200" 2 h2v1 "ib_write_bw -R -F -x 0 -n 200 $SRV" ||
 		return 1
 	check "ib_write_bw -R: non-zero figures" results_ok "$PAIR_CLIENT_OUT" bw
+	mh_pair -w "$ready" 1 h1v1 "$cm rstream -b $SRV -S 65536 -C 20 -T v" 2 h2v1 "rstream -s $SRV -S 65536 -C 20 -T v" ||
+		return 1
+	check "rstream (rsockets, data checked by -T v): its result line" grep -Eq '^custom +64k +20 ' "$PAIR_CLIENT_OUT"
 	wire_capture_ok
 	t0=$SECONDS
 	mh_container 2 h2v1 -- rping -c -a "$SRV" -p 7999 -C 1 >"$WORK/rej.out" 2>&1

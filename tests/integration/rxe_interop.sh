@@ -225,7 +225,7 @@ add_case rxe_ib_send_bw_guest_client container_serves "ib_send_bw -n 100 -x 0 -F
 # rxe0's netdev (cma's validate_net_dev), so the container's address is
 # reached over the underlay (host 1 answers ARP for it on ul0).  A client
 # retries while the other side is not listening yet (REJECTED, 8).
-CM_RETRY='cmretry() { i=0; while :; do "$@" >/tmp/retry.out 2>&1; rc=$?; cat /tmp/retry.out; grep -q "REJECTED" /tmp/retry.out || return $rc; i=$((i + 1)); [ $i -lt 40 ] || return $rc; echo "(not listening yet: retry $i)"; sleep 0.5; done; }'
+CM_RETRY='cmretry() { i=0; while :; do "$@" >/tmp/retry.out 2>&1; rc=$?; cat /tmp/retry.out; grep -Eq "REJECTED|refused" /tmp/retry.out || return $rc; i=$((i + 1)); [ $i -lt 40 ] || return $rc; echo "(not listening yet: retry $i)"; sleep 0.5; done; }'
 rping_guest_server() {
 	local out=$WORK/rping.client rc
 	interop_setup || return 1
@@ -273,5 +273,56 @@ cmretry rping -c -a $(mh_ip 1 1) -v -C 5"
 }
 add_case rxe_rping_guest_server rping_guest_server
 add_case rxe_rping_guest_client rping_guest_client
+
+# rsockets against rdma-core's (the guest's rstream on its kernel rdma_cm):
+# the connection's private data, RDMA WRITE with immediate into the other's
+# buffer, credits and shutdown are rdma-core's protocol.  -T v: rstream
+# checks the data itself.
+RSTREAM_ARGS="-S 4096 -C 20 -T v"
+rstream_guest_server() {
+	local out=$WORK/rstream.client rc
+	interop_setup || return 1
+	mh_rxe_boot rxe "$GUEST" "echo URD-LISTEN 0; rstream -b $GUEST $RSTREAM_ARGS; echo \"URD-CMD-EXIT \$?\""
+	mh_rxe_wait rxe "URD-LISTEN 0" 90 || { mh_rxe_finish rxe 1; die "the guest did not come up"; }
+	say "+ client in container h1v1: rstream -s $GUEST $RSTREAM_ARGS"
+	timeout 120 env UNIRDMA_STATE_DIR="${MH_STATE[1]}" "$UNIRDMA" exec h1v1 -- \
+		sh -c "$CM_RETRY; cmretry rstream -s $GUEST $RSTREAM_ARGS" >"$out" 2>&1
+	rc=$?
+	sed 's/^/  | /' "$out"
+	check "the container's rstream client succeeded" test "$rc" -eq 0
+	check "its result line" grep -Eq '^custom +[0-9.]+[kmg]? +20 ' "$out"
+	mh_rxe_finish rxe 60
+	check "the guest's rstream server succeeded" grep -q '^URD-CMD-EXIT 0' "${MH_RXE_DIR[rxe]}/console"
+	mh_capture stop
+	check "the underlay capture is clean RoCEv2" mh_pcap_check "$MH_PCAP"
+	checks_result
+}
+rstream_guest_client() {
+	local out=$WORK/rstream.server pidf=$WORK/rstream.pid spid rc
+	interop_setup || return 1
+	mh_exec_cmd 1
+	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- rstream -b "$(mh_ip 1 1)" $RSTREAM_ARGS >"$out" 2>&1 &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	mh_rxe_boot rxe "$GUEST" "$CM_RETRY
+cmretry rstream -s $(mh_ip 1 1) $RSTREAM_ARGS"
+	mh_rxe_finish rxe 120
+	rc=$?
+	check "the guest's rstream client succeeded" test "$rc" -eq 0
+	check "its result line" grep -Eq 'custom +[0-9.]+[kmg]? +20 ' "${MH_RXE_DIR[rxe]}/console"
+	if wait_for_exit "$spid" 10; then
+		wait "$spid"
+		check "the container's rstream server succeeded" test $? -eq 0
+	else
+		hang_report "$(cat "$pidf" 2>/dev/null)"
+		check "the container's rstream server finished" false
+	fi
+	sed 's/^/  | /' "$out"
+	mh_capture stop
+	check "the underlay capture is clean RoCEv2" mh_pcap_check "$MH_PCAP"
+	checks_result
+}
+add_case rxe_rstream_guest_server rstream_guest_server
+add_case rxe_rstream_guest_client rstream_guest_client
 
 run_cases "$@"

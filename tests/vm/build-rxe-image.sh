@@ -31,7 +31,7 @@ OUT=$BUILD/vm/rxe
 CACHE=${UNIRDMA_VM_CACHE:-/var/cache/unirdma/vm}
 PROGS=(rdma ibv_devices ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong ibv_uc_pingpong
 	ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat
-	rping udaddy ucmatose rdma_server rdma_client)
+	rping udaddy ucmatose rdma_server rdma_client rstream)
 MODS=(crypto/crc32_generic net/ipv4/udp_tunnel net/ipv6/ip6_udp_tunnel
 	drivers/infiniband/core/ib_core drivers/infiniband/core/ib_uverbs drivers/infiniband/sw/rxe/rdma_rxe
 	fs/configfs/configfs drivers/infiniband/core/ib_cm drivers/infiniband/core/iw_cm
