@@ -574,15 +574,13 @@ static struct cma_id *new_child(struct cma_id *l, struct cma_dev *d, const union
 	memcpy(&dip, hdr + 20 + 12, 4);
 	if (!dip)
 		dip = d->ip;
-	c->dev = d;
+	cma_set_dev(c, d);
 	c->passive = true;
 	c->listen = l;
 	c->sync = false;
 	c->port = l->port;
 	c->src_ip = dip;
 	c->tos = l->tos;
-	c->id.verbs = d->verbs;
-	c->id.port_num = 1;
 	c->id.route.addr.src_sin.sin_family = AF_INET;
 	c->id.route.addr.src_sin.sin_addr.s_addr = dip;
 	c->id.route.addr.src_sin.sin_port = htons(l->port);

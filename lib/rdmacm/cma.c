@@ -134,6 +134,18 @@ static struct ibv_pd *dev_pd(struct cma_dev *d)
 	return d->pd;
 }
 
+/* An id that gets a device gets its default PD too, as rdma-core's
+ * ucma_get_device does: programs create their QPs on id->pd with
+ * ibv_create_qp (UCX's rdmacm CM makes its placeholder QP that way). */
+void cma_set_dev(struct cma_id *c, struct cma_dev *d)
+{
+	c->dev = d;
+	c->id.verbs = d->verbs;
+	c->id.port_num = 1;
+	if (!c->id.pd)
+		c->id.pd = dev_pd(d);   /* NULL if that fails: rdma_create_qp tries again */
+}
+
 struct ibv_context **rdma_get_devices(int *num_devices)
 {
 	struct ibv_context **v;
@@ -707,7 +719,6 @@ static int bind_locked(struct cma_id *c, struct cma_dev *dev, uint32_t ip, uint1
 	} else if (port_taken(c, c->id.ps, port, dev)) {
 		return -EADDRINUSE;
 	}
-	c->dev = dev;
 	c->src_ip = ip;
 	c->port = port;
 	if (as && as->sa_family == AF_INET6 && !ip) {
@@ -719,9 +730,9 @@ static int bind_locked(struct cma_id *c, struct cma_dev *dev, uint32_t ip, uint1
 	} else {
 		set_sin(&c->id.route.addr.src_storage, ip, port);
 	}
+	c->dev = dev;
 	if (dev) {
-		c->id.verbs = dev->verbs;
-		c->id.port_num = 1;
+		cma_set_dev(c, dev);
 		c->id.route.addr.addr.ibaddr.sgid = dev->gid;
 		c->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
 	}
@@ -822,11 +833,9 @@ static int resolve_locked(struct cma_id *c, uint32_t dst)
 	} else {
 		uint16_t port = c->port;
 
-		c->dev = dev;
+		cma_set_dev(c, dev);
 		c->src_ip = src;
 		set_sin(&c->id.route.addr.src_storage, src, port);
-		c->id.verbs = dev->verbs;
-		c->id.port_num = 1;
 	}
 	return 0;
 }

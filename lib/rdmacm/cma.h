@@ -167,6 +167,7 @@ int cma_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask);
 int cma_qp_to_err(struct cma_id *c);
 int cma_qp_rtr_rts(struct cma_id *c);
 struct cma_dev *cma_dev_by_ip(uint32_t ip);
+void cma_set_dev(struct cma_id *c, struct cma_dev *d);   /* lock held: dev, verbs, port_num, pd */
 void cma_gid_of_ip(union ibv_gid *gid, uint32_t ip);
 int cma_complete(struct cma_id *c);
 int cma_create_channel_for(struct cma_id *c);

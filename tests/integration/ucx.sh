@@ -11,6 +11,11 @@
 #   ud_only  the same over ud_verbs alone (UCX's UD drops a packet whose GRH
 #            destination it does not find in its GID table: wc.sl tells it the
 #            GRH area holds an IPv4 header, as ConnectX does)
+#   rdmacm_cm UCP's client-server (sockaddr) connection through UCX's rdmacm
+#            connection manager over our librdmacm (UCX_SOCKADDR_TLS_PRIORITY=
+#            rdmacm): io_demo (ucx-utils) writes and reads checked data for 3 s.
+#            Not ucx_perftest: 1.13's peers exchange worker addresses over a
+#            TCP socket of its own (-p), it has no ucp_listener mode.
 # Each ucx_perftest run is checked for its final figures and for the bytes the
 # vRNICs counted: the traffic went through them, not through UCX's tcp or shm.
 . "$(dirname "$0")/lib.sh"
@@ -61,7 +66,72 @@ case_transports() {
 	checks_result
 }
 
+# The rdmacm CM listens in the rdma_cm TCP port space, not on a TCP socket:
+# the server is ready when its CM agent says so (UNIRDMA_CM_DEBUG), on
+# service ID 0x0106 << 16 | port (RDMA_PS_TCP).
+case_rdmacm_cm() {
+	require_ucx
+	require_prog io_demo
+	local port=13337 pidf=$WORK/iodemo.pid sout=$WORK/iodemo.server.out cout=$WORK/iodemo.client.out
+	local args="-p $port -q -o read,write -d 1024:65536" spid cpid crc init tcp i before after svc
+	svc=$(printf 'rdmacm: listening on service 0x%x' $((0x0106 << 16 | port)))
+	check "ucx_info lists the rdmacm connection manager" bash -c \
+		"grep -qx '# Connection manager: rdmacm' <<<\"\$1\"" _ "$(in_container "$VR_A" ucx_info -d 2>&1)"
+	export UCX_TLS=rc_verbs,ud_verbs,self UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_LOG_LEVEL=debug UNIRDMA_CM_DEBUG=2
+	before=$(tx_bytes_of "$VR_A" "$VR_B")
+	say "+ server in container $VR_A ($IP_A): io_demo $args"
+	# shellcheck disable=SC2086
+	"$UNIRDMA" exec --pidfile "$pidf" "$VR_A" -- $LINEBUF io_demo $args >"$sout" 2>&1 &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	for ((i = 0; i < 300; i++)); do
+		grep -qF "$svc" "$sout" 2>/dev/null && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if ! grep -qF "$svc" "$sout"; then
+		say "the server did not listen through the rdmacm CM; its output:"
+		grep -v ' DEBUG ' "$sout" | tail -n 30 | sed 's/^/  | /'
+		return 1
+	fi
+	init=$(cat "$pidf" 2>/dev/null)
+	tcp=no
+	[ -n "$init" ] && listening "$init" "$port" && tcp=yes
+	check "the server listens on rdma_cm port $port, not on a TCP socket" test "$tcp" = no
+	say "+ client in container $VR_B ($IP_B): io_demo $args -i 10000000 -l 3s $IP_A"
+	# shellcheck disable=SC2086
+	timeout -k 5 "$CLIENT_TIMEOUT" "$UNIRDMA" exec "$VR_B" -- $LINEBUF io_demo $args -i 10000000 -l 3s "$IP_A" >"$cout" 2>&1 &
+	cpid=$!
+	SERVER_PIDS+=("$cpid")
+	wait "$cpid"
+	crc=$?
+	sleep 0.5       # the server's side of the disconnect
+	kill -TERM "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	after=$(tx_bytes_of "$VR_A" "$VR_B")
+	say "--- client output (exit code $crc; UCX's debug lines but the CM's left out) ---"
+	grep -v ' DEBUG ' "$cout" | sed 's/^/  | /'
+	grep -E 'on cm rdmacm|lane\[[0-9]+\]: cm ' "$cout" | sed 's/^/  | /'
+	say "--- server output (stopped after the client) ---"
+	grep -v ' DEBUG ' "$sout" | sed 's/^/  | /'
+	grep -E 'on the [a-z]+ sockaddr transport|lane\[[0-9]+\]: cm ' "$sout" | sed 's/^/  | /'
+	check "the client connected and ran its 3 s (exit code 0)" bash -c \
+		"[ $crc = 0 ] && grep -q 'Connected to server' \"\$1\"" _ "$cout"
+	check "data was written and read back, checked (-q)" awk '
+		/\[DEMO\] total / { for (i = 1; i < NF; i++) { if ($i == "read") r += $(i + 1); if ($i == "write") w += $(i + 1) } }
+		END { exit !(r > 0 && w > 0) }' "$cout"
+	check "the client's UCP endpoint wired up through the rdmacm CM" grep -q 'client created ep .* on cm rdmacm' "$cout"
+	check "the server took the request from the rdmacm CM" grep -q 'connection request on the rdmacm sockaddr transport' "$sout"
+	check "the CM agents exchanged REQ, REP and RTU (UNIRDMA_CM_DEBUG)" bash -c \
+		"grep -qx 'rdmacm: send REQ' \"\$1\" && grep -qx 'rdmacm: recv REP' \"\$1\" &&
+		 grep -qx 'rdmacm: recv REQ' \"\$2\" && grep -qx 'rdmacm: recv RTU' \"\$2\"" _ "$cout" "$sout"
+	say "  $VR_A and $VR_B sent $((after - before)) bytes"
+	check "  the traffic went through the vRNICs (>= 1 MiB)" test $((after - before)) -ge 1048576
+	checks_result
+}
+
 add_case info case_info
 add_case rc_ud case_transports rc_verbs,ud_verbs,self
 add_case ud_only case_transports ud_verbs
+add_case rdmacm_cm case_rdmacm_cm
 run_cases "$@"
