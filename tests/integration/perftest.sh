@@ -49,7 +49,9 @@ for prog in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_
 	*) n=500 ;;
 	esac
 	add_case "$prog" perf "$prog"
-	case $prog in ib_atomic_*) ;; *) add_case "$prog-a" perf "$prog" -a -n 20 ;; esac
+	# -a: every size, 2 B to 8 MiB; of the latency tests only WRITE's (each
+	# -a latency run is ~10 s, most of it perftest's own set-up per size)
+	case $prog in ib_atomic_* | ib_read_lat | ib_send_lat) ;; *) add_case "$prog-a" perf "$prog" -a -n 20 ;; esac
 	case $prog in
 	*_bw)
 		add_case "$prog-e" perf "$prog" -e -n "$n"

@@ -226,10 +226,16 @@ add_case rxe_ib_send_bw_guest_client container_serves "ib_send_bw -n 100 -x 0 -F
 # reached over the underlay (host 1 answers ARP for it on ul0).  A client
 # retries while the other side is not listening yet (REJECTED, 8).
 CM_RETRY='cmretry() { i=0; while :; do "$@" >/tmp/retry.out 2>&1; rc=$?; cat /tmp/retry.out; grep -Eq "REJECTED|refused" /tmp/retry.out || return $rc; i=$((i + 1)); [ $i -lt 40 ] || return $rc; echo "(not listening yet: retry $i)"; sleep 0.5; done; }'
-rping_guest_server() {
-	local out=$WORK/rping.client rc
+RSTREAM_ARGS="-S 4096 -C 20 -T v"
+# rping, then rstream (rsockets against rdma-core's: the connection's private
+# data, RDMA WRITE with immediate into the other's buffer, credits and
+# shutdown are rdma-core's protocol; -T v: rstream checks the data itself),
+# with the guest serving both, on one boot of the guest.
+cm_guest_server() {
+	local out=$WORK/cm.client rc
 	interop_setup || return 1
-	mh_rxe_boot rxe "$GUEST" "echo URD-LISTEN 0; rping -s -a $GUEST -v -C 5; echo \"URD-CMD-EXIT \$?\""
+	mh_rxe_boot rxe "$GUEST" "echo URD-LISTEN 0; rping -s -a $GUEST -v -C 5; echo \"URD-CMD-EXIT \$?\"
+echo URD-LISTEN 1; rstream -b $GUEST $RSTREAM_ARGS; echo \"URD-CMD-EXIT \$?\""
 	mh_rxe_wait rxe "URD-LISTEN 0" 90 || { mh_rxe_finish rxe 1; die "the guest did not come up"; }
 	say "+ client in container h1v1: rping -c -a $GUEST -v -C 5"
 	timeout 120 env UNIRDMA_STATE_DIR="${MH_STATE[1]}" "$UNIRDMA" exec h1v1 -- \
@@ -238,52 +244,7 @@ rping_guest_server() {
 	sed 's/^/  | /' "$out"
 	check "the container's rping client succeeded" test "$rc" -eq 0
 	check "5 pings came back, checked (-v)" test "$(grep -c '^ping data: rdma-ping-' "$out")" -eq 5
-	mh_rxe_finish rxe 60
-	check "the guest's rping server succeeded" grep -q '^URD-CMD-EXIT 0' "${MH_RXE_DIR[rxe]}/console"
-	check "and saw the 5 pings" test "$(grep -c 'server ping data: rdma-ping-' "${MH_RXE_DIR[rxe]}/console")" -eq 5
-	mh_capture stop
-	check "the underlay capture is clean RoCEv2 (the CM's MADs included)" mh_pcap_check "$MH_PCAP"
-	checks_result
-}
-rping_guest_client() {
-	local out=$WORK/rping.server pidf=$WORK/rping.pid spid rc
-	interop_setup || return 1
-	mh_exec_cmd 1
-	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- rping -s -a "$(mh_ip 1 1)" -v -C 5 >"$out" 2>&1 &
-	spid=$!
-	SERVER_PIDS+=("$spid")
-	mh_rxe_boot rxe "$GUEST" "$CM_RETRY
-cmretry rping -c -a $(mh_ip 1 1) -v -C 5"
-	mh_rxe_finish rxe 120
-	rc=$?
-	check "the guest's rping client succeeded" test "$rc" -eq 0
-	check "5 pings came back to the guest, checked (-v)" \
-		test "$(grep -c 'ping data: rdma-ping-' "${MH_RXE_DIR[rxe]}/console")" -eq 5
-	if wait_for_exit "$spid" 10; then
-		wait "$spid"
-		check "the container's rping server succeeded" test $? -eq 0
-	else
-		hang_report "$(cat "$pidf" 2>/dev/null)"
-		check "the container's rping server finished" false
-	fi
-	sed 's/^/  | /' "$out"
-	mh_capture stop
-	check "the underlay capture is clean RoCEv2 (the CM's MADs included)" mh_pcap_check "$MH_PCAP"
-	checks_result
-}
-add_case rxe_rping_guest_server rping_guest_server
-add_case rxe_rping_guest_client rping_guest_client
-
-# rsockets against rdma-core's (the guest's rstream on its kernel rdma_cm):
-# the connection's private data, RDMA WRITE with immediate into the other's
-# buffer, credits and shutdown are rdma-core's protocol.  -T v: rstream
-# checks the data itself.
-RSTREAM_ARGS="-S 4096 -C 20 -T v"
-rstream_guest_server() {
-	local out=$WORK/rstream.client rc
-	interop_setup || return 1
-	mh_rxe_boot rxe "$GUEST" "echo URD-LISTEN 0; rstream -b $GUEST $RSTREAM_ARGS; echo \"URD-CMD-EXIT \$?\""
-	mh_rxe_wait rxe "URD-LISTEN 0" 90 || { mh_rxe_finish rxe 1; die "the guest did not come up"; }
+	mh_rxe_wait rxe "URD-LISTEN 1" 60 || { mh_rxe_finish rxe 1; die "the guest's rping did not end"; }
 	say "+ client in container h1v1: rstream -s $GUEST $RSTREAM_ARGS"
 	timeout 120 env UNIRDMA_STATE_DIR="${MH_STATE[1]}" "$UNIRDMA" exec h1v1 -- \
 		sh -c "$CM_RETRY; cmretry rstream -s $GUEST $RSTREAM_ARGS" >"$out" 2>&1
@@ -292,37 +253,45 @@ rstream_guest_server() {
 	check "the container's rstream client succeeded" test "$rc" -eq 0
 	check "its result line" grep -Eq '^custom +[0-9.]+[kmg]? +20 ' "$out"
 	mh_rxe_finish rxe 60
-	check "the guest's rstream server succeeded" grep -q '^URD-CMD-EXIT 0' "${MH_RXE_DIR[rxe]}/console"
+	check "the guest's rping and rstream servers succeeded" \
+		test "$(tr -d '\r' <"${MH_RXE_DIR[rxe]}/console" | grep -c '^URD-CMD-EXIT 0$')" -eq 2
+	check "and rping saw the 5 pings" \
+		test "$(grep -c 'server ping data: rdma-ping-' "${MH_RXE_DIR[rxe]}/console")" -eq 5
 	mh_capture stop
-	check "the underlay capture is clean RoCEv2" mh_pcap_check "$MH_PCAP"
+	check "the underlay capture is clean RoCEv2 (the CM's MADs included)" mh_pcap_check "$MH_PCAP"
 	checks_result
 }
-rstream_guest_client() {
-	local out=$WORK/rstream.server pidf=$WORK/rstream.pid spid rc
+cm_guest_client() {
+	local out=$WORK/cm.server pidf=$WORK/cm.pid spid rc ip
+	ip=$(mh_ip 1 1)
 	interop_setup || return 1
 	mh_exec_cmd 1
-	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- rstream -b "$(mh_ip 1 1)" $RSTREAM_ARGS >"$out" 2>&1 &
+	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- \
+		sh -c "rping -s -a $ip -v -C 5 && rstream -b $ip $RSTREAM_ARGS" >"$out" 2>&1 &
 	spid=$!
 	SERVER_PIDS+=("$spid")
 	mh_rxe_boot rxe "$GUEST" "$CM_RETRY
-cmretry rstream -s $(mh_ip 1 1) $RSTREAM_ARGS"
+cmretry rping -c -a $ip -v -C 5 || exit 1
+cmretry rstream -s $ip $RSTREAM_ARGS"
 	mh_rxe_finish rxe 120
 	rc=$?
-	check "the guest's rstream client succeeded" test "$rc" -eq 0
-	check "its result line" grep -Eq 'custom +[0-9.]+[kmg]? +20 ' "${MH_RXE_DIR[rxe]}/console"
+	check "the guest's rping and rstream clients succeeded" test "$rc" -eq 0
+	check "5 pings came back to the guest, checked (-v)" \
+		test "$(grep -c 'ping data: rdma-ping-' "${MH_RXE_DIR[rxe]}/console")" -eq 5
+	check "the guest's rstream result line" grep -Eq 'custom +[0-9.]+[kmg]? +20 ' "${MH_RXE_DIR[rxe]}/console"
 	if wait_for_exit "$spid" 10; then
 		wait "$spid"
-		check "the container's rstream server succeeded" test $? -eq 0
+		check "the container's rping and rstream servers succeeded" test $? -eq 0
 	else
 		hang_report "$(cat "$pidf" 2>/dev/null)"
-		check "the container's rstream server finished" false
+		check "the container's servers finished" false
 	fi
 	sed 's/^/  | /' "$out"
 	mh_capture stop
-	check "the underlay capture is clean RoCEv2" mh_pcap_check "$MH_PCAP"
+	check "the underlay capture is clean RoCEv2 (the CM's MADs included)" mh_pcap_check "$MH_PCAP"
 	checks_result
 }
-add_case rxe_rstream_guest_server rstream_guest_server
-add_case rxe_rstream_guest_client rstream_guest_client
+add_case rxe_cm_guest_server cm_guest_server
+add_case rxe_cm_guest_client cm_guest_client
 
 run_cases "$@"
