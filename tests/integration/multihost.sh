@@ -295,11 +295,11 @@ done
 # wire_rdmacm: rdma_cm programs between the hosts through our librdmacm:
 # the IB CM's MADs go QP1 to QP1 over RoCEv2 (include/unirdma/cm.h).  rping
 # (RC, data checked by -v), udaddy (UD, SIDR), ib_write_bw -R, rstream
-# (rsockets); a REQ to a
+# (rsockets), ucmatose, qperf -cm1, fi_pingpong over verbs;ofi_rxm; a REQ to a
 # port nobody listens on, on a vRNIC with no CM agent at all, gets host 1's
 # daemon's REJ 8 over the wire at once.  The capture of it all is clean.
 wire_rdmacm() {
-	require_prog rping udaddy ib_write_bw rstream
+	require_prog rping udaddy ib_write_bw rstream ucmatose qperf fi_pingpong
 	local cm="env UNIRDMA_CM_DEBUG=1" ready='rdmacm: listening' t0
 	wire_setup || return 1
 	mh_pair -w "$ready" 1 h1v1 "$cm rping -s -a $SRV -v -C 5" 2 h2v1 "rping -c -a $SRV -v -C 5" || return 1
@@ -312,6 +312,15 @@ wire_rdmacm() {
 	mh_pair -w "$ready" 1 h1v1 "$cm rstream -b $SRV -S 65536 -C 20 -T v" 2 h2v1 "rstream -s $SRV -S 65536 -C 20 -T v" ||
 		return 1
 	check "rstream (rsockets, data checked by -T v): its result line" grep -Eq '^custom +64k +20 ' "$PAIR_CLIENT_OUT"
+	mh_pair -w "$ready" 1 h1v1 "$cm ucmatose" 2 h2v1 "ucmatose -s $SRV" || return 1
+	check "ucmatose: the test completes" grep -q 'test complete' "$PAIR_CLIENT_OUT"
+	mh_pair -p 19765 --persistent 1 h1v1 qperf 2 h2v1 "qperf -cm1 $SRV -t 1 rc_bw rc_lat" || return 1
+	check "qperf -cm1: rc_bw and rc_lat measured" \
+		sh -c "grep -Eq '^ *bw += +[0-9.]+ [KMG]?B/sec' '$PAIR_CLIENT_OUT' && grep -Eq '^ *latency += ' '$PAIR_CLIENT_OUT'"
+	mh_pair -p 47592 1 h1v1 "env FI_UNIVERSE_SIZE=32 fi_pingpong -p verbs;ofi_rxm -e rdm -I 100" \
+		2 h2v1 "env FI_UNIVERSE_SIZE=32 fi_pingpong -p verbs;ofi_rxm -e rdm -I 100 $SRV" || return 1
+	check "fi_pingpong over verbs;ofi_rxm (MSG endpoints on rdma_cm): six sizes" \
+		test "$(grep -Ec '^[0-9]+[kmg]? +100 ' "$PAIR_CLIENT_OUT")" -ge 6
 	wire_capture_ok
 	t0=$SECONDS
 	mh_container 2 h2v1 -- rping -c -a "$SRV" -p 7999 -C 1 >"$WORK/rej.out" 2>&1
