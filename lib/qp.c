@@ -13,6 +13,7 @@
  *    engine has announced that it sleeps.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -813,12 +814,35 @@ struct ibv_qp *urd_create_qp_ex(struct ibv_context *c,
 	return &qp->qpx.qp_base;
 }
 
+/* Work posted before a destroy leaves first, as on an RNIC, where a send is
+ * on the wire microseconds after its doorbell: programs post unsignaled UD
+ * sends and destroy the QP at once (mckey's sender sends 4 datagrams and
+ * exits; our engine had taken 1 of them when the destroy came).  Wait,
+ * yielding, until the engine has taken every posted WQE of a QP that can
+ * send; bounded (20 ms), since a QP waiting on an RNR or a silent peer may
+ * not take them. */
+#define SQ_SETTLE_NS (20ull * 1000 * 1000)
+
+static void sq_settle(struct urd_qp *qp)
+{
+	enum ibv_qp_state st = qp->qpx.qp_base.state;
+	uint64_t start;
+
+	if (!qp->sq.q.n || !qp->sq.q.hdr || (st != IBV_QPS_RTS && st != IBV_QPS_SQD))
+		return;
+	start = urd_now_ns();
+	while (urd_load_acquire(&qp->sq.q.hdr->cons) != qp->sq.q.own && urd_now_ns() - start < SQ_SETTLE_NS)
+		sched_yield();
+}
+
 int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct urd_context *ctx = to_uctx(ibqp->context);
 	struct urd_qp *qp = to_uqp(ibqp);
 	int ret;
 
+	if (!urd_ctx_dead(ctx))
+		sq_settle(qp);
 	ret = urd_ctrl_handle(ctx, URD_OP_DESTROY_QP, ibqp->handle);
 	if (ret && !urd_ctx_dead(ctx))
 		return -ret;
