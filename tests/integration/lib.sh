@@ -390,6 +390,82 @@ run_pair() {
 
 # ---- cases --------------------------------------------------------------------
 
+# rdma_cm and rsockets servers listen on no TCP port: cm_pair waits for the
+# line our librdmacm prints when it listens or joins a group
+# (UNIRDMA_CM_DEBUG=1, stderr).
+# cm_pair [--persistent] [--udp PORT] SERVER_CMD CLIENT_CMD: the server in a
+# container of $VR_A, the client in one of $VR_B; both exit 0 (a --persistent
+# server is stopped after the client, only the client counts); a --udp server
+# is waited for on its UDP port instead (udpong's rbind binds a real UDP
+# socket and nothing listens on the CM).  The outputs stay in
+# $PAIR_SERVER_OUT / $PAIR_CLIENT_OUT, the client's status in CM_CLIENT_RC.
+# CM_CLIENT_TIMEOUT (s) bounds the client.
+udp_bound() { # udp_bound PID PORT: a UDP socket in PID's net namespace has PORT
+	local hex
+	hex=$(printf ':%04X' "$2")
+	awk -v p="$hex" 'NR > 1 && substr($2, length($2) - 4) == p { found = 1 } END { exit !found }' \
+		/proc/"$1"/net/udp 2>/dev/null
+}
+cm_pair() {
+	local persistent=0 udp=
+	while :; do
+		case $1 in
+		--persistent) persistent=1; shift ;;
+		--udp) udp=$2; shift 2 ;;
+		*) break ;;
+		esac
+	done
+	local scmd=$1 ccmd=$2 n=$((PAIR_SEQ++)) spid cpid crc src i init
+	local tmo=${CM_CLIENT_TIMEOUT:-30} pidf=$WORK/cm$n.pid
+	PAIR_SERVER_OUT=$WORK/cm$n.server.out
+	PAIR_CLIENT_OUT=$WORK/cm$n.client.out
+	say "+ server in container $VR_A ($IP_A): $scmd"
+	# shellcheck disable=SC2086 # the commands are word lists
+	"$UNIRDMA" exec --pidfile "$pidf" "$VR_A" -- env UNIRDMA_CM_DEBUG=1 $LINEBUF $scmd >"$PAIR_SERVER_OUT" 2>&1 &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	for ((i = 0; i < 300; i++)); do
+		if [ -n "$udp" ]; then
+			init=$(cat "$pidf" 2>/dev/null)
+			[ -n "$init" ] && udp_bound "$init" "$udp" && break
+		else
+			grep -q "rdmacm: \(listening\|joined\)" "$PAIR_SERVER_OUT" 2>/dev/null && break
+		fi
+		if ! kill -0 "$spid" 2>/dev/null; then
+			wait "$spid"
+			say "server exited (code $?) before listening; its output:"
+			sed 's/^/  | /' "$PAIR_SERVER_OUT"
+			return 1
+		fi
+		sleep 0.05
+	done
+	say "+ client in container $VR_B ($IP_B): $ccmd"
+	# shellcheck disable=SC2086
+	timeout -k 5 "$tmo" "$UNIRDMA" exec "$VR_B" -- $LINEBUF $ccmd >"$PAIR_CLIENT_OUT" 2>&1 &
+	cpid=$!
+	SERVER_PIDS+=("$cpid")
+	wait "$cpid"
+	crc=$?
+	if [ "$persistent" = 1 ]; then
+		kill -TERM "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		src=0
+	elif wait_for_exit "$spid" "$([ "$crc" = 0 ] && echo 15 || echo 3)"; then
+		wait "$spid"
+		src=$?
+	else
+		kill -TERM "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		src=timeout
+	fi
+	say "--- client output (exit code $crc) ---"
+	sed 's/^/  | /' "$PAIR_CLIENT_OUT"
+	say "--- server output (exit code $src) ---"
+	sed 's/^/  | /' "$PAIR_SERVER_OUT"
+	CM_CLIENT_RC=$crc
+	[ "$crc" = 0 ] && [ "$src" = 0 ]
+}
+
 # add_case NAME FUNCTION [ARGS...]
 add_case() {
 	local name=$1

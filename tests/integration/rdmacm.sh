@@ -5,61 +5,6 @@
 # connections are set up with IB CM MADs on the vRNICs' QP1.
 . "$(dirname "$0")/lib.sh"
 
-# rdma_cm servers listen on no TCP port, so cm_pair waits for the line our
-# library prints when it listens or joins a group (UNIRDMA_CM_DEBUG=1, stderr).
-# cm_pair [--persistent] SERVER_CMD CLIENT_CMD: as run_pair (a --persistent
-# server is stopped after the client and only the client's status counts);
-# the outputs stay in $PAIR_SERVER_OUT / $PAIR_CLIENT_OUT.
-# CM_CLIENT_TIMEOUT (s) bounds the client.
-cm_pair() {
-	local persistent=0
-	[ "$1" = --persistent ] && { persistent=1; shift; }
-	local scmd=$1 ccmd=$2 n=$((PAIR_SEQ++)) spid cpid crc src i
-	local tmo=${CM_CLIENT_TIMEOUT:-30}
-	PAIR_SERVER_OUT=$WORK/cm$n.server.out
-	PAIR_CLIENT_OUT=$WORK/cm$n.client.out
-	say "+ server in container $VR_A ($IP_A): $scmd"
-	# shellcheck disable=SC2086 # the commands are word lists
-	"$UNIRDMA" exec "$VR_A" -- env UNIRDMA_CM_DEBUG=1 $LINEBUF $scmd >"$PAIR_SERVER_OUT" 2>&1 &
-	spid=$!
-	SERVER_PIDS+=("$spid")
-	for ((i = 0; i < 300; i++)); do
-		grep -q "rdmacm: \(listening\|joined\)" "$PAIR_SERVER_OUT" 2>/dev/null && break
-		if ! kill -0 "$spid" 2>/dev/null; then
-			wait "$spid"
-			say "server exited (code $?) before listening; its output:"
-			sed 's/^/  | /' "$PAIR_SERVER_OUT"
-			return 1
-		fi
-		sleep 0.05
-	done
-	say "+ client in container $VR_B ($IP_B): $ccmd"
-	# shellcheck disable=SC2086
-	timeout -k 5 "$tmo" "$UNIRDMA" exec "$VR_B" -- $LINEBUF $ccmd >"$PAIR_CLIENT_OUT" 2>&1 &
-	cpid=$!
-	SERVER_PIDS+=("$cpid")
-	wait "$cpid"
-	crc=$?
-	if [ "$persistent" = 1 ]; then
-		kill -TERM "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		src=0
-	elif wait_for_exit "$spid" "$([ "$crc" = 0 ] && echo 15 || echo 3)"; then
-		wait "$spid"
-		src=$?
-	else
-		kill -TERM "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		src=timeout
-	fi
-	say "--- client output (exit code $crc) ---"
-	sed 's/^/  | /' "$PAIR_CLIENT_OUT"
-	say "--- server output (exit code $src) ---"
-	sed 's/^/  | /' "$PAIR_SERVER_OUT"
-	CM_CLIENT_RC=$crc
-	[ "$crc" = 0 ] && [ "$src" = 0 ]
-}
-
 case_rping() {
 	require_prog rping
 	check "rping -s / rping -c: both exit 0" cm_pair "rping -s -v -C 10" "rping -c -a $IP_A -v -C 10"

@@ -6,78 +6,6 @@
 # set up by the IB CM, datagrams over UD QPs.
 . "$(dirname "$0")/lib.sh"
 
-# rsockets servers listen on no TCP port: as rdmacm.sh's cm_pair, wait for
-# the line our library prints when it listens (UNIRDMA_CM_DEBUG=1, stderr).
-# rs_pair [--persistent] [--udp PORT] SERVER_CMD CLIENT_CMD: both exit 0 (a
-# --persistent server is stopped after the client, only the client counts);
-# a --udp server is waited for on its UDP port instead (udpong's rbind binds
-# a real UDP socket and nothing listens on the CM).  The outputs stay in
-# $PAIR_SERVER_OUT / $PAIR_CLIENT_OUT.  RS_CLIENT_TIMEOUT (s) bounds the client.
-udp_bound() { # udp_bound PID PORT: a UDP socket in PID's net namespace has PORT
-	local hex
-	hex=$(printf ':%04X' "$2")
-	awk -v p="$hex" 'NR > 1 && substr($2, length($2) - 4) == p { found = 1 } END { exit !found }' \
-		/proc/"$1"/net/udp 2>/dev/null
-}
-rs_pair() {
-	local persistent=0 udp=
-	while :; do
-		case $1 in
-		--persistent) persistent=1; shift ;;
-		--udp) udp=$2; shift 2 ;;
-		*) break ;;
-		esac
-	done
-	local scmd=$1 ccmd=$2 n=$((PAIR_SEQ++)) spid cpid crc src i init
-	local tmo=${RS_CLIENT_TIMEOUT:-30} pidf=$WORK/rs$n.pid
-	PAIR_SERVER_OUT=$WORK/rs$n.server.out
-	PAIR_CLIENT_OUT=$WORK/rs$n.client.out
-	say "+ server in container $VR_A ($IP_A): $scmd"
-	# shellcheck disable=SC2086 # the commands are word lists
-	"$UNIRDMA" exec --pidfile "$pidf" "$VR_A" -- env UNIRDMA_CM_DEBUG=1 $LINEBUF $scmd >"$PAIR_SERVER_OUT" 2>&1 &
-	spid=$!
-	SERVER_PIDS+=("$spid")
-	for ((i = 0; i < 300; i++)); do
-		if [ -n "$udp" ]; then
-			init=$(cat "$pidf" 2>/dev/null)
-			[ -n "$init" ] && udp_bound "$init" "$udp" && break
-		else
-			grep -q "rdmacm: listening" "$PAIR_SERVER_OUT" 2>/dev/null && break
-		fi
-		if ! kill -0 "$spid" 2>/dev/null; then
-			wait "$spid"
-			say "server exited (code $?) before listening; its output:"
-			sed 's/^/  | /' "$PAIR_SERVER_OUT"
-			return 1
-		fi
-		sleep 0.05
-	done
-	say "+ client in container $VR_B ($IP_B): $ccmd"
-	# shellcheck disable=SC2086
-	timeout -k 5 "$tmo" "$UNIRDMA" exec "$VR_B" -- $LINEBUF $ccmd >"$PAIR_CLIENT_OUT" 2>&1 &
-	cpid=$!
-	SERVER_PIDS+=("$cpid")
-	wait "$cpid"
-	crc=$?
-	if [ "$persistent" = 1 ]; then
-		kill -TERM "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		src=0
-	elif wait_for_exit "$spid" "$([ "$crc" = 0 ] && echo 15 || echo 3)"; then
-		wait "$spid"
-		src=$?
-	else
-		kill -TERM "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		src=timeout
-	fi
-	say "--- client output (exit code $crc) ---"
-	sed 's/^/  | /' "$PAIR_CLIENT_OUT"
-	say "--- server output (exit code $src) ---"
-	sed 's/^/  | /' "$PAIR_SERVER_OUT"
-	[ "$crc" = 0 ] && [ "$src" = 0 ]
-}
-
 # rstream verifies the data itself (-T v); its result line names the size.
 # Default: nonblocking rsend/rrecv (MSG_DONTWAIT); -T b: blocking with
 # MSG_WAITALL; -T a: rpoll before each call; sizes across the send ring's
@@ -87,7 +15,7 @@ case_rstream() {
 	local s
 	for s in 64 4096 100000 1000000; do
 		check "rstream -S $s -C 20 -T v: both exit 0" \
-			rs_pair "rstream -S $s -C 20 -T v" "rstream -s $IP_A -S $s -C 20 -T v"
+			cm_pair "rstream -S $s -C 20 -T v" "rstream -s $IP_A -S $s -C 20 -T v"
 		check "rstream -S $s: the client's result line" grep -Eq '^custom +[0-9.]+[kmg]? +20 ' "$PAIR_CLIENT_OUT"
 	done
 	checks_result
@@ -96,7 +24,7 @@ case_rstream() {
 case_rstream_blocking() {
 	require_prog rstream
 	check "rstream -T b -T v (blocking): both exit 0" \
-		rs_pair "rstream -S 10000 -C 50 -T b -T v" "rstream -s $IP_A -S 10000 -C 50 -T b -T v"
+		cm_pair "rstream -S 10000 -C 50 -T b -T v" "rstream -s $IP_A -S 10000 -C 50 -T b -T v"
 	check "a result line" grep -Eq '^custom +9.7k +50 ' "$PAIR_CLIENT_OUT"
 	checks_result
 }
@@ -104,7 +32,7 @@ case_rstream_blocking() {
 case_rstream_async() {
 	require_prog rstream
 	check "rstream -T a -T v (rpoll): both exit 0" \
-		rs_pair "rstream -S 10000 -C 50 -T a -T v" "rstream -s $IP_A -S 10000 -C 50 -T a -T v"
+		cm_pair "rstream -S 10000 -C 50 -T a -T v" "rstream -s $IP_A -S 10000 -C 50 -T a -T v"
 	check "a result line" grep -Eq '^custom +9.7k +50 ' "$PAIR_CLIENT_OUT"
 	checks_result
 }
@@ -114,7 +42,7 @@ case_rstream_async() {
 case_riostream() {
 	require_prog riostream
 	check "riostream -S 4096 -C 50 -T v: both exit 0" \
-		rs_pair "riostream -S 4096 -C 50 -T v" "riostream -s $IP_A -S 4096 -C 50 -T v"
+		cm_pair "riostream -S 4096 -C 50 -T v" "riostream -s $IP_A -S 4096 -C 50 -T v"
 	check "a result line" grep -Eq '^custom +4k +50 ' "$PAIR_CLIENT_OUT"
 	checks_result
 }
@@ -124,7 +52,7 @@ case_rcopy() {
 	require_prog rcopy sha256sum
 	head -c 1048576 /dev/urandom >"$WORK/src.bin"
 	check "rcopy: the client exits 0" \
-		rs_pair --persistent "rcopy" "rcopy $WORK/src.bin $IP_A:$WORK/dst.bin"
+		cm_pair --persistent "rcopy" "rcopy $WORK/src.bin $IP_A:$WORK/dst.bin"
 	check "the copy has the source's checksum" \
 		test "$(sha256sum <"$WORK/src.bin")" = "$(sha256sum <"$WORK/dst.bin" 2>/dev/null)"
 	checks_result
@@ -136,7 +64,7 @@ case_rcopy() {
 case_udpong() {
 	require_prog udpong
 	check "udpong -C 200 -S 1000: both exit 0 (the server is stopped)" \
-		rs_pair --persistent --udp 7174 "udpong -b $IP_A" "udpong -s $IP_A -C 200 -S 1000"
+		cm_pair --persistent --udp 7174 "udpong -b $IP_A" "udpong -s $IP_A -C 200 -S 1000"
 	check "a result line" grep -Eq '^custom +1000 +200 ' "$PAIR_CLIENT_OUT"
 	checks_result
 }
