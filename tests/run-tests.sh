@@ -125,7 +125,7 @@ collect_tests() {
 	[ -f "$TOP/tests/check-layering.sh" ] &&
 		add_test check-layering script "$(printf 'bash %q %q' "$TOP/tests/check-layering.sh" "$BUILD")"
 	for f in "$TOP"/tests/integration/*.sh; do
-		case $(basename "$f") in lib.sh | mhlib.sh) continue ;; esac
+		case $(basename "$f") in lib.sh | mhlib.sh | podlib.sh) continue ;; esac
 		name=$(basename "$f" .sh)
 		if ! cases=$(bash "$f" --list 2>&1); then
 			LIST_ERRORS+=("$name: could not list its cases: $cases")

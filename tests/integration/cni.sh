@@ -25,6 +25,7 @@
 # (the bridge plugin turns it on; the bridge has no address and no
 # masquerading, so no iptables rule is made).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/podlib.sh"
 
 CASE_SETUP=: # each case starts its daemon (cni_setup)
 CDI_DIR=/var/run/cdi
@@ -126,18 +127,6 @@ ip_of() { "${PODMAN[@]}" inspect -f "{{(index .NetworkSettings.Networks \"$NET\"
 
 # id_vrnic NAME: the vRNIC unirdma-cni names for the container
 id_vrnic() { printf 'cni-%.28s\n' "$("${PODMAN[@]}" inspect -f '{{.Id}}' "$1")"; }
-
-# server_up NAME PORT: the container NAME listens on PORT (in its netns)
-server_up() {
-	local name=$1 port=$2 i pid
-	for ((i = 0; i < 200; i++)); do
-		pid=$("${PODMAN[@]}" inspect -f '{{.State.Pid}}' "$name" 2>/dev/null)
-		[ -n "$pid" ] && [ "$pid" != 0 ] && listening "$pid" "$port" && return 0
-		[ "$("${PODMAN[@]}" inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ] || return 1
-		sleep 0.05
-	done
-	return 1
-}
 
 # finish NAME: waits for the container (at most 60 s), keeps its log in
 # $WORK/NAME.out, removes it; prints its exit code

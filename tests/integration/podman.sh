@@ -22,6 +22,7 @@
 # after its state dir); everything a case makes (containers, the image, the
 # spec) is removed at its end.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/podlib.sh"
 
 CASE_SETUP=: # each case starts its daemon (podman_setup, case_spec)
 CDI_DIR=/var/run/cdi
@@ -142,18 +143,6 @@ case_spec() {
 	check "a relative --cdi-dir is a usage error, with a reason" bash -c "[ $rc = 2 ] && grep -q 'absolute path' <<<\"\$1\"" _ "$out"
 	check "refused before the daemon touched anything" test ! -e "$WORK/st2"
 	checks_result
-}
-
-# server_up NAME PORT: the podman container NAME listens on PORT.
-server_up() {
-	local name=$1 port=$2 i pid
-	for ((i = 0; i < 200; i++)); do
-		pid=$("${PODMAN[@]}" inspect -f '{{.State.Pid}}' "$name" 2>/dev/null)
-		[ -n "$pid" ] && [ "$pid" != 0 ] && listening "$pid" "$port" && return 0
-		[ "$("${PODMAN[@]}" inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ] || return 1
-		sleep 0.05
-	done
-	return 1
 }
 
 # ppair [-p PORT] [-e VAR=VALUE]... CLIENT_KIND DESC SERVER_CMD... -- CLIENT_CMD...:

@@ -16,6 +16,7 @@
 # after its state dir; the daemons remove their files when they stop, the
 # case removes its containers and image.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/podlib.sh"
 . "$(dirname "$0")/mhlib.sh"
 
 CASE_SETUP=:
@@ -54,18 +55,6 @@ make_image() {
 	tar -C "$root" -cf "$WORK/rootfs.tar" . || die "tar failed"
 	"${PODMAN[@]}" import "$WORK/rootfs.tar" "$IMAGE" >/dev/null 2>"$WORK/import.err" ||
 		die "podman import failed: $(cat "$WORK/import.err")"
-}
-
-# server_up NAME PORT: the container NAME listens on PORT (in its netns)
-server_up() {
-	local name=$1 port=$2 i pid
-	for ((i = 0; i < 200; i++)); do
-		pid=$("${PODMAN[@]}" inspect -f '{{.State.Pid}}' "$name" 2>/dev/null)
-		[ -n "$pid" ] && [ "$pid" != 0 ] && listening "$pid" "$port" && return 0
-		[ "$("${PODMAN[@]}" inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ] || return 1
-		sleep 0.05
-	done
-	return 1
 }
 
 # hpair DESC SERVER_CMD... -- CLIENT_CMD...: the server in a podman container
