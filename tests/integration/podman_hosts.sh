@@ -5,7 +5,7 @@
 # its own unirdmad, etcd as the directory).
 #   two_hosts  a podman container with --device unirdma.io/vrnic=h1v1 runs in
 #              host 1's network namespace, one with h2v1 in host 2's; Debian's
-#              unmodified ib_write_bw -x 0 -F and ibv_rc_pingpong -g 0 run
+#              unmodified ib_write_bw -x 0 -F, ibv_rc_pingpong -g 0 and ib_read_lat run
 #              between them over RoCEv2 on the underlay
 # Podman as in podman.sh: runc, no registry (an image made with `podman
 # import`, the host's /usr bound read-only), --network none (the spec's hook
@@ -107,7 +107,7 @@ sys.exit(not (c["tx_packets"] > 0 and c["rx_packets"] > 0))' "$2" "$1"
 
 case_two_hosts() {
 	require_root
-	require_prog podman runc ib_write_bw ibv_rc_pingpong
+	require_prog podman runc ib_write_bw ibv_rc_pingpong ib_read_lat
 	mh_need_wire
 	mh_setup 2 --etcd
 	# ours first, then mhlib's (which stops the daemons), with the case's code
@@ -127,6 +127,9 @@ case_two_hosts() {
 		awk '$1 == 65536 && $2 == 2000 && $4 > 0 { ok = 1 } END { exit !ok }' "$WORK/client.out"
 	hpair "ibv_rc_pingpong across hosts" ibv_rc_pingpong -g 0 -n 200 -- ibv_rc_pingpong -g 0 -n 200 "$srv"
 	check "  the pingpong's iterations" grep -q '200 iters in' "$WORK/client.out"
+	hpair "ib_read_lat across hosts" ib_read_lat -x 0 -F -n 200 -- ib_read_lat -x 0 -F -n 200 "$srv"
+	check "  a latency row with a non-zero figure" \
+		awk '$1 == 2 && $2 == 200 && $3 > 0 { ok = 1 } END { exit !ok }' "$WORK/client.out"
 	check "host 2 sent to host 1 and received from it over the underlay (unirdma hosts)" wire_both 2 h1
 	check "and host 1 to and from host 2" wire_both 1 h2
 	checks_result
