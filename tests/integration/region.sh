@@ -200,7 +200,10 @@ case_shrink() {
 	wait "$spid"
 	sed 's/^/  shrinker | /' "$WORK/shrink.out"
 	check "the attacker's traffic ran before it truncated" grep -q '^TRAFFIC$' "$WORK/shrink.out"
-	check "it truncated its region" grep -q '^SHRUNK' "$WORK/shrink.out"
+	# not anchored: the attacker's own traffic process dies of SIGBUS on its
+	# truncated region, and a sanitizer's report of that can begin on the
+	# same line ("AddressSanitizerSHRUNK", seen in a clean-clone ASan run)
+	check "it truncated its region" grep -q 'SHRUNK' "$WORK/shrink.out"
 	check "the daemon is alive" daemon_alive
 	check "the daemon answers ping" "$UNIRDMA" daemon ping
 	check "vrnic show says the attacker's vRNIC failed (state: $state)" test "$state" = failed
