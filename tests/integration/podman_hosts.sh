@@ -110,8 +110,10 @@ case_two_hosts() {
 	require_prog podman runc ib_write_bw ibv_rc_pingpong ib_read_lat
 	mh_need_wire
 	mh_setup 2 --etcd
-	# ours first, then mhlib's (which stops the daemons), with the case's code
-	trap 'rc=$?; ph_cleanup; (exit $rc); mh_cleanup; ph_cdi_dir_cleanup' EXIT
+	# ours first, then mhlib's (which stops the daemons, whose specs go with
+	# them), with the case's code; mh_cleanup ends in `exit`, so it runs in a
+	# subshell and the CDI directory goes after it (it was left behind)
+	trap 'rc=$?; ph_cleanup; (exit $rc); (mh_cleanup); rc=$?; ph_cdi_dir_cleanup; exit $rc' EXIT
 	mh_daemon 1 --cdi-dir "$CDI_DIR" || return 1
 	mh_daemon 2 --cdi-dir "$CDI_DIR" || return 1
 	mh_vrnic 1 1
