@@ -846,6 +846,16 @@ static void on_mra(struct cma_dev *d, const struct cm_msg *m)
 	c->deadline = cma_now_ms() + ms;
 }
 
+/* The connection is over: DISCONNECTED for the application, once. */
+static void disconnected(struct cma_id *c)
+{
+	c->state = CS_DISCONNECTED;
+	if (!c->disc_queued) {
+		c->disc_queued = true;
+		cma_queue(c, cma_event_new(c, RDMA_CM_EVENT_DISCONNECTED, 0));
+	}
+}
+
 static void on_dreq(struct cma_dev *d, const union ibv_gid *peer, const struct cm_msg *m)
 {
 	const struct cm_dreq *r = &m->dreq;
@@ -860,29 +870,17 @@ static void on_dreq(struct cma_dev *d, const union ibv_gid *peer, const struct c
 	case CS_ESTABLISHED:
 	case CS_REP_SENT:
 	case CS_REP_RCVD:
+	case CS_DREQ_SENT:
 		/* the QP is left alone, as rdma-core does: the application
 		 * may have destroyed it already (perftest calls
-		 * ibv_destroy_qp itself); rdma_disconnect moves it to ERR */
+		 * ibv_destroy_qp itself); rdma_disconnect moves it to ERR.
+		 * In DREQ_SENT both sides disconnect: answer, and stop
+		 * waiting for the DREP to ours, as the kernel's CM does
+		 * (cm_dreq_handler cancels the DREQ in DREQ_SENT): the peer
+		 * may be gone by the time our DREQ reaches it */
 		cm_disarm(c);
 		send_drep(d, peer, c->local_comm_id, c->remote_comm_id);
-		c->state = CS_DISCONNECTED;
-		if (!c->disc_queued) {
-			c->disc_queued = true;
-			cma_queue(c, cma_event_new(c, RDMA_CM_EVENT_DISCONNECTED, 0));
-		}
-		break;
-	case CS_DREQ_SENT:
-		/* both sides disconnect: answer, and stop waiting for the
-		 * DREP to ours, as the kernel's CM does (cm_dreq_handler
-		 * cancels the DREQ in DREQ_SENT): the peer may be gone by
-		 * the time our DREQ reaches it */
-		cm_disarm(c);
-		send_drep(d, peer, c->local_comm_id, c->remote_comm_id);
-		c->state = CS_DISCONNECTED;
-		if (!c->disc_queued) {
-			c->disc_queued = true;
-			cma_queue(c, cma_event_new(c, RDMA_CM_EVENT_DISCONNECTED, 0));
-		}
+		disconnected(c);
 		break;
 	case CS_DISCONNECTED:   /* our DREP was lost */
 		send_drep(d, peer, c->local_comm_id, c->remote_comm_id);
@@ -900,11 +898,7 @@ static void on_drep(struct cma_dev *d, const struct cm_msg *m)
 	if (!c || c->state != CS_DREQ_SENT)
 		return;
 	cm_disarm(c);
-	c->state = CS_DISCONNECTED;
-	if (!c->disc_queued) {
-		c->disc_queued = true;
-		cma_queue(c, cma_event_new(c, RDMA_CM_EVENT_DISCONNECTED, 0));
-	}
+	disconnected(c);
 }
 
 static void on_sidr_req(struct cma_dev *d, const union ibv_gid *peer, const struct cm_msg *m)
