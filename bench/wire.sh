@@ -5,6 +5,8 @@
 #
 # usage: bench/wire.sh [--quick|--full] [--out DIR] [--mtu N]
 #   --mtu N   the underlay's MTU (default 1500; 9000 gives a port MTU of 4096)
+#   BENCH_WIRE_SECTIONS="bw lat mr loss" (the default) picks sections;
+#   BENCH_WIRE_PIN=0 pins nothing.
 #
 # Two hosts are two network namespaces (tests/integration/mhlib.sh) on one
 # veth bridge (the underlay, MTU 1500), each with its own unirdmad
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
 	--full) MODE=full ;;
 	--out) OUT=$2; shift ;;
 	--mtu) MTU=$2; shift ;;
-	-h | --help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "wire.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -178,8 +180,13 @@ ucx() {
 
 iters() { local n=$(($1 / $2)); [ "$n" -gt "$3" ] && n=$3; [ "$n" -lt 1000 ] && n=1000; echo "$n"; }
 
-say "== WRITE bandwidth (ib_write_bw -x 0, 1 QP) vs kernel TCP (qperf tcp_bw) and UCX over TCP (ucp_put_bw)"
+# BENCH_WIRE_SECTIONS: which of bw lat mr loss to run (default all)
+SECTIONS=" ${BENCH_WIRE_SECTIONS:-bw lat mr loss} "
+want() { [[ $SECTIONS == *" $1 "* ]]; }
+
 qperf_server
+if want bw; then
+say "== WRITE bandwidth (ib_write_bw -x 0, 1 QP) vs kernel TCP (qperf tcp_bw) and UCX over TCP (ucp_put_bw)"
 for s in 65536 1048576; do
 	pt_bw "wbw$s" ib_write_bw -s "$s" -n "$(iters "$BW_BYTES" "$s" 100000)"
 	qperf_run "tcp$s" -m "$s" tcp_bw
@@ -187,12 +194,18 @@ for s in 65536 1048576; do
 		ucx "ucx$s" ucp_put_bw "$s" "$(iters "$BW_BYTES" "$s" 100000)"
 	fi
 done
+fi
+if want lat; then
 say "== 2-byte latency (ib_write_lat) vs UCX over TCP (tag_lat), qperf tcp_lat for reference"
 pt_lat lat2 ib_write_lat -s 2 -n "$LAT_N"
 command -v ucx_perftest >/dev/null && ucx ucxlat2 tag_lat 2 "$LAT_N"
 qperf_run tcplat2 -m 2 tcp_lat
+fi
+if want mr; then
 say "== 64-byte message rate (ib_write_bw -s 64)"
 pt_bw mr64 ib_write_bw -s 64 -n "$MR_N"
+fi
+if want loss; then
 say "== goodput with 1 % of UDP 4791 dropped on the bridge (ib_write_bw -s 65536)"
 # Loss is per packet on a real link: the hosts cut their GSO trains at ul0
 # for this section (both runs), so the bridge drops packets, not trains.
@@ -204,6 +217,7 @@ pt_bw loss1 ib_write_bw -s 65536 -n "$(iters "$LOSS_BYTES" 65536 100000)"
 put loss1.dropped "$(mh_loss_dropped)"
 mh_loss 0 >/dev/null
 [ "$MH_GSO_TRAINS" = 1 ] && segment 65535
+fi
 for k in 1 2; do
 	mh_cli "$k" --json hosts >"$OUT/hosts$k.json" 2>&1 || mh_cli "$k" hosts --json >"$OUT/hosts$k.json" 2>&1
 	python3 - "$OUT/hosts$k.json" "$k" >>"$RES" <<'EOF'

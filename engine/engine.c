@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -488,13 +489,40 @@ static void engine_sleep(struct urd_daemon *d, uint64_t next_timer)
 	engine_unlock(d);
 }
 
+/* glibc 2.36 has no sched_setattr(); the kernel's struct, first version */
+struct urd_sched_attr {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+#define THREAD_SLICE_NS (100ull * 1000)      /* the shortest slice the kernel allows */
+
+void engine_thread_init(const char *name)
+{
+	struct urd_sched_attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER };
+
+	pthread_setname_np(pthread_self(), name);       /* for top, perf, bench placement */
+	/* keep the niceness the daemon was started with */
+	errno = 0;
+	a.sched_nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	if (errno)
+		a.sched_nice = 0;
+	a.sched_runtime = THREAD_SLICE_NS;
+	if (syscall(SYS_sched_setattr, 0, &a, 0))
+		log_debug("%s: no short scheduler slice: %s", name, strerror(errno));
+}
+
 static void *engine_main(void *arg)
 {
 	struct urd_daemon *d = arg;
+	struct engine_poll poll = { 0 };
 	uint64_t last_work = urd_now_ns();
 	uint32_t spins = 0;
 
-	pthread_setname_np(pthread_self(), "urd-engine");       /* for top, perf, bench placement */
+	engine_thread_init("urd-engine");
 
 	while (!d->stopping) {
 		uint64_t now = urd_now_ns(), next_timer;
@@ -506,12 +534,14 @@ static void *engine_main(void *arg)
 		engine_unlock(d);
 		if (did) {
 			last_work = now;
+			engine_poll_mark(&poll, urd_now_ns());
 			spins = 0;
 			continue;
 		}
-		if (now - last_work < SPIN_NS && next_timer > now) {
+		if (next_timer > now && engine_poll_on(&poll, now, last_work, SPIN_NS)) {
 			/* work tends to come in bursts: poll a little before sleeping,
-			 * yielding now and then so 2 cores serve 3 spinning parties */
+			 * yielding now and then so 2 cores serve 3 spinning parties
+			 * (and so a busy program on this CPU shows, engine_poll_on) */
 			if (++spins % 16 == 0)
 				sched_yield();
 			else
@@ -523,6 +553,7 @@ static void *engine_main(void *arg)
 		d->eng.sleeps++;
 		engine_sleep(d, next_timer);
 		last_work = urd_now_ns();
+		engine_poll_mark(&poll, last_work);
 	}
 	return NULL;
 }

@@ -671,9 +671,10 @@ static void *wire_main(void *arg)
 		char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl[WIRE_BATCH];
+	struct engine_poll poll = { 0 };
 	uint64_t last_rx = 0;
 
-	pthread_setname_np(pthread_self(), "urd-wire");
+	engine_thread_init("urd-wire");
 	while (!d->stopping) {
 		uint64_t now;
 		int n;
@@ -733,8 +734,10 @@ static void *wire_main(void *arg)
 		wire_flush(w);
 		/* ACKs opened windows, timers expired: the engine may sleep */
 		engine_kick_if_work(d);
-		if (n > 0 || now - last_rx < WIRE_SPIN_NS) {
+		if (n > 0 || engine_poll_on(&poll, now, last_rx, WIRE_SPIN_NS)) {
 			pthread_mutex_unlock(&d->lock);
+			if (n > 0)
+				engine_poll_mark(&poll, urd_now_ns());
 			if (n <= 0)
 				sched_yield();
 			continue;
@@ -746,13 +749,16 @@ static void *wire_main(void *arg)
 			struct pollfd pfd[2] = { { .fd = w->fd, .events = POLLIN }, { .fd = w->efd, .events = POLLIN } };
 			uint64_t until = now + WIRE_IDLE_MS * 1000000ull;
 			struct timespec ts;
+			int r;
 
 			if (w->next_timer && w->next_timer < until)
 				until = w->next_timer;
 			w->sleep_until = until > now ? until : now + 1;
 			pthread_mutex_unlock(&d->lock);
 			ts = urd_ns_timespec(until > now ? until - now : 0);
-			if (ppoll(pfd, 2, &ts, NULL) > 0 && (pfd[1].revents & POLLIN)) {
+			r = ppoll(pfd, 2, &ts, NULL);
+			engine_poll_mark(&poll, urd_now_ns());
+			if (r > 0 && (pfd[1].revents & POLLIN)) {
 				uint64_t v;
 
 				if (read(w->efd, &v, sizeof(v)) < 0)
