@@ -38,6 +38,7 @@
 
 #define WIRE_SPIN_NS   (100ull * 1000)          /* poll the socket this long after traffic */
 #define WIRE_IDLE_MS   100
+#define WIRE_TIMER_LAG_NS (1000ull * 1000)      /* timers wait at most this for a drained socket */
 
 static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
@@ -672,7 +673,7 @@ static void *wire_main(void *arg)
 		struct cmsghdr align;
 	} ctl[WIRE_BATCH];
 	struct engine_poll poll = { 0 };
-	uint64_t last_rx = 0;
+	uint64_t last_rx = 0, last_timers = 0;
 
 	engine_thread_init("urd-wire");
 	while (!d->stopping) {
@@ -730,7 +731,14 @@ static void *wire_main(void *arg)
 				wire_rx_one(d, buf + off, len - off < seg ? len - off : seg, src[i].sin_addr.s_addr,
 					    dip, ntohs(src[i].sin_port), now);
 		}
-		wire_timers(d, now);
+		/* Timers once the socket is drained: ACKs still queued in it
+		 * would make a resend timer that expired while this thread was
+		 * off its CPU a spurious one. A flood cannot hold timers off
+		 * for more than WIRE_TIMER_LAG_NS. */
+		if (n < WIRE_BATCH || now - last_timers >= WIRE_TIMER_LAG_NS) {
+			wire_timers(d, now);
+			last_timers = now;
+		}
 		wire_flush(w);
 		/* ACKs opened windows, timers expired: the engine may sleep */
 		engine_kick_if_work(d);

@@ -153,6 +153,8 @@ struct wire_qp {
 	uint64_t rnr_at;                /* RNR wait until, 0: none */
 	uint64_t progress_at;           /* last progress (or first send after idle) */
 	uint64_t srtt;                  /* smoothed round trip, ns (0: none yet) */
+	uint64_t rttvar;                /* its mean deviation, ns (RFC 6298) */
+	uint32_t backoff;               /* resend timer doublings since progress */
 	uint64_t probe_at;              /* RTT sample: sent at, and its PSN */
 	uint32_t probe_psn;
 	uint32_t ring_n;                /* in-flight slots (power of two) */

@@ -375,25 +375,40 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
 	engine_activate(qp);
 }
 
-/* The timer that sends again: a few round trips (at least 1 ms), never more
- * than the QP's local ACK timeout.  Going back early costs a few duplicate
- * packets, which the responder acknowledges without executing; retry_cnt
- * counts only whole timeouts without progress (wire_rc_timer), so a dead
- * peer still fails after retry_cnt x timeout, as the spec says. */
+/* The timer that sends again: srtt + 4 rttvar as TCP's (RFC 6298), at
+ * least RESEND_MIN_NS and 2 ms before a first sample, doubled at each
+ * expiry until an ACK brings progress, never more than the
+ * QP's local ACK timeout.  A lost last packet of a burst is found only by
+ * this timer, so its floor is what loss costs most; round trips that a busy
+ * CPU stretches raise rttvar and with it the timer.  Going back early costs
+ * a few duplicate packets, which the responder acknowledges without
+ * executing; retry_cnt counts only whole timeouts without progress
+ * (wire_rc_timer), so a dead peer still fails after retry_cnt x timeout, as
+ * the spec says. */
+#define RESEND_MIN_NS (500ull * 1000)
+
 static uint64_t resend_ns(const struct vr_qp *qp, const struct wire_qp *q)
 {
-	uint64_t t = q->srtt ? 8 * q->srtt : 2000000, spec = rto_ns(qp);
+	uint64_t t = q->srtt ? q->srtt + 4 * q->rttvar : 2000000, spec = rto_ns(qp);
 
-	if (t < 1000000)
-		t = 1000000;
+	if (t < RESEND_MIN_NS)
+		t = RESEND_MIN_NS;
+	t <<= q->backoff;               /* doubled at each expiry without progress */
 	return t < spec ? t : spec;
 }
 
 static void arm_rto(struct vr_qp *qp, struct wire_qp *q, uint64_t now)
 {
+	uint64_t whole;
+
 	if (!q->progress_at)
 		q->progress_at = now;
 	q->rto_at = now + resend_ns(qp, q);
+	/* fire when a whole local ACK timeout without progress ends, so that
+	 * retry_cnt x timeout holds however the doublings fall */
+	whole = q->progress_at + rto_ns(qp);
+	if (whole > now && whole < q->rto_at)
+		q->rto_at = whole;
 	wire_timer_arm(qp->vr->d->eng.wire, q, q->rto_at);
 }
 
@@ -598,11 +613,20 @@ static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t
 	}
 	q->in_retry = false;
 	q->progress_at = now;
+	q->backoff = 0;
 	if (q->probe_at && psn_diff(una, q->probe_psn) > 0) {
-		/* a round trip: smoothed as TCP does (7/8 old, 1/8 new) */
+		/* a round trip: smoothed as TCP does (RFC 6298) */
 		uint64_t rtt = now - q->probe_at;
 
-		q->srtt = q->srtt ? (7 * q->srtt + rtt) / 8 : rtt;
+		if (!q->srtt) {
+			q->srtt = rtt;
+			q->rttvar = rtt / 2;
+		} else {
+			uint64_t dev = rtt > q->srtt ? rtt - q->srtt : q->srtt - rtt;
+
+			q->rttvar = (3 * q->rttvar + dev) / 4;
+			q->srtt = (7 * q->srtt + rtt) / 8;
+		}
 		q->probe_at = 0;
 	}
 	q->retry_left = qp->attr.retry_cnt;
@@ -821,6 +845,8 @@ void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
 			q->progress_at = now;
 		}
 		q->probe_at = 0;        /* no RTT sample across a resend */
+		if (q->backoff < 8)
+			q->backoff++;
 		cwnd_loss(q);
 		q->in_retry = false;
 		if (h)
