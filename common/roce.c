@@ -558,35 +558,37 @@ static uint32_t mulx(uint32_t b)
 
 static bool icrc_solve(uint32_t diff, size_t len, uint16_t *id_out)
 {
-	/* the last shift, per thread: packets of one length come in runs */
+	/* The basis for the last length, per thread: packets of one length
+	 * come in runs (a GRO train's are all alike), and building it costs
+	 * more than the CRC of the packet. */
 	static __thread size_t last_len;
-	static __thread uint32_t last_x;
-	uint32_t basis[32] = { 0 }, bmask[32] = { 0 };
+	static __thread uint32_t basis[32], bmask[32];
 	uint32_t v, m, d;
 	int i, b, k;
 
 	if (len != last_len) {
 		/* bytes after the ID: IP 6..19, UDP, BTH .. pad */
-		last_x = x2nmodp((20 - 6) + 8 + (len - ROCE_ICRC_LEN), 3);
-		last_len = len;
-	}
-	d = multmodp(last_x, crc_tab[0][0x80]);
-	for (k = 0; k < 16; k++, d = mulx(d)) {
-		/* k-th bit from the end: low byte's bits 7..0, then the high byte's */
-		i = k < 8 ? 7 - k : 15 - (k - 8);
-		v = d;
-		m = 1u << i;
-		for (b = 31; b >= 0 && v; b--) {
-			if (!(v & (1u << b)))
-				continue;
-			if (!basis[b]) {
-				basis[b] = v;
-				bmask[b] = m;
-				break;
+		d = multmodp(x2nmodp((20 - 6) + 8 + (len - ROCE_ICRC_LEN), 3), crc_tab[0][0x80]);
+		memset(basis, 0, sizeof(basis));
+		memset(bmask, 0, sizeof(bmask));
+		for (k = 0; k < 16; k++, d = mulx(d)) {
+			/* k-th bit from the end: low byte's bits 7..0, then the high byte's */
+			i = k < 8 ? 7 - k : 15 - (k - 8);
+			v = d;
+			m = 1u << i;
+			for (b = 31; b >= 0 && v; b--) {
+				if (!(v & (1u << b)))
+					continue;
+				if (!basis[b]) {
+					basis[b] = v;
+					bmask[b] = m;
+					break;
+				}
+				v ^= basis[b];
+				m ^= bmask[b];
 			}
-			v ^= basis[b];
-			m ^= bmask[b];
 		}
+		last_len = len;
 	}
 	v = diff;
 	m = 0;
