@@ -14,7 +14,14 @@
  *    than a ring ahead of us is clamped (urd_queue_filled()), so a scribbled
  *    value never makes us read outside the ring.
  * No syscall here, except sched_yield() on every 64th empty poll: a busy
- * poller must leave the CPU to the engine when cores are scarce.
+ * poller must leave the CPU to the engine when cores are scarce.  The ring
+ * is looked at again after the yield, so an empty answer is never older
+ * than the yield: the yield may last milliseconds, and an application reads
+ * its CQ, then its other event sources, trusting that what it found empty
+ * was empty a moment ago.  (libfabric's ofi_rxm polls the CQ, then the
+ * rdma_cm channel; a peer's last message and its DISCONNECTED that both
+ * arrived during a stale "empty" made it close the connection with the
+ * receive unread, and its flush crashed reposting the buffer.)
  */
 #include <errno.h>
 #include <sched.h>
@@ -46,22 +53,23 @@ static inline void cqe_to_wc(const struct urd_cqe *src, struct ibv_wc *wc)
 	wc->dlid_path_bits = e.dlid_path_bits;
 }
 
-static inline void empty_poll(struct urd_cq *cq)
+/* An empty poll: true if it yielded, and the caller looks at the ring again. */
+static inline bool empty_poll(struct urd_cq *cq)
 {
-	if ((++cq->empty_polls % YIELD_EVERY) == 0)
+	if ((++cq->empty_polls % YIELD_EVERY) == 0) {
 		sched_yield();
+		return true;
+	}
+	return false;
 }
 
-int urd_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+static uint32_t poll_ring(struct urd_cq *cq, uint32_t ne, struct ibv_wc *wc)
 {
-	struct urd_cq *cq = to_ucq(ibcq);
 	uint32_t avail, n;
 
-	if (ne <= 0)
-		return 0;
 	pthread_spin_lock(&cq->lock);
 	avail = urd_queue_filled(&cq->q);
-	n = avail < (uint32_t)ne ? avail : (uint32_t)ne;
+	n = avail < ne ? avail : ne;
 	for (uint32_t i = 0; i < n; i++)
 		cqe_to_wc(urd_queue_slot_fixed(&cq->q, cq->q.own + i, CQE_SHIFT), &wc[i]);
 	if (n) {
@@ -71,8 +79,19 @@ int urd_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		urd_queue_release_cons(&cq->q, cq->q.own);
 	}
 	pthread_spin_unlock(&cq->lock);
-	if (!n)
-		empty_poll(cq);
+	return n;
+}
+
+int urd_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct urd_cq *cq = to_ucq(ibcq);
+	uint32_t n;
+
+	if (ne <= 0)
+		return 0;
+	n = poll_ring(cq, (uint32_t)ne, wc);
+	if (!n && empty_poll(cq))
+		n = poll_ring(cq, (uint32_t)ne, wc);
 	return (int)n;
 }
 
@@ -127,8 +146,13 @@ static int ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
 	pthread_spin_lock(&cq->lock);
 	if (!urd_queue_filled(&cq->q)) {
 		pthread_spin_unlock(&cq->lock);
-		empty_poll(cq);
-		return ENOENT;
+		if (!empty_poll(cq))
+			return ENOENT;
+		pthread_spin_lock(&cq->lock);
+		if (!urd_queue_filled(&cq->q)) {
+			pthread_spin_unlock(&cq->lock);
+			return ENOENT;
+		}
 	}
 	cq->empty_polls = 0;
 	ex_take(cq);
