@@ -20,7 +20,7 @@
 #   packets per system call of each daemon's wire (`unirdma hosts --json`)
 #   CPU seconds per GB moved of each daemon (/proc/PID/stat utime+stime)
 #   goodput with 1 % of UDP 4791 dropped on the bridge vs loss-free (medians
-#     of 3 alternating runs each, 5 with --full)
+#     of 5 alternating runs each, 7 with --full)
 # Placement (2 CPUs): host 1's daemon and its program on CPU A, host 2's on
 # CPU B (every thread of the daemon, taskset -a), the TCP/UCX baselines the
 # same way; printed at the start.  Needs root.  Cleans up (mhlib's traps).
@@ -46,9 +46,9 @@ cd "$TOP" || exit 1
 . "$TOP/tests/integration/mhlib.sh"
 
 if [ "$MODE" = quick ]; then
-	BW_BYTES=$((1 << 30)) LAT_N=2000 MR_N=200000 QPERF_T=3 LOSS_BYTES=$((256 << 20)) LOSS_REPS=3
+	BW_BYTES=$((1 << 30)) LAT_N=2000 MR_N=200000 QPERF_T=3 LOSS_BYTES=$((256 << 20)) LOSS_REPS=5
 else
-	BW_BYTES=$((4 << 30)) LAT_N=20000 MR_N=1000000 QPERF_T=10 LOSS_BYTES=$((1 << 30)) LOSS_REPS=5
+	BW_BYTES=$((4 << 30)) LAT_N=20000 MR_N=1000000 QPERF_T=10 LOSS_BYTES=$((1 << 30)) LOSS_REPS=7
 fi
 OUT=${OUT:-results/$(date +%Y%m%d-%H%M%S)-wire-$MODE}
 mkdir -p "$OUT" || die "cannot create $OUT"

@@ -385,7 +385,7 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
  * executing; retry_cnt counts only whole timeouts without progress
  * (wire_rc_timer), so a dead peer still fails after retry_cnt x timeout, as
  * the spec says. */
-#define RESEND_MIN_NS (500ull * 1000)
+#define RESEND_MIN_NS (1000ull * 1000)
 
 static uint64_t resend_ns(const struct vr_qp *qp, const struct wire_qp *q)
 {
