@@ -518,7 +518,6 @@ void engine_thread_init(const char *name)
 static void *engine_main(void *arg)
 {
 	struct urd_daemon *d = arg;
-	struct engine_poll poll = { 0 };
 	uint64_t last_work = urd_now_ns();
 	uint32_t spins = 0;
 
@@ -534,14 +533,12 @@ static void *engine_main(void *arg)
 		engine_unlock(d);
 		if (did) {
 			last_work = now;
-			engine_poll_mark(&poll, urd_now_ns());
 			spins = 0;
 			continue;
 		}
-		if (next_timer > now && engine_poll_on(&poll, now, last_work, SPIN_NS)) {
+		if (now - last_work < SPIN_NS && next_timer > now) {
 			/* work tends to come in bursts: poll a little before sleeping,
-			 * yielding now and then so 2 cores serve 3 spinning parties
-			 * (and so a busy program on this CPU shows, engine_poll_on) */
+			 * yielding now and then so 2 cores serve 3 spinning parties */
 			if (++spins % 16 == 0)
 				sched_yield();
 			else
@@ -553,7 +550,6 @@ static void *engine_main(void *arg)
 		d->eng.sleeps++;
 		engine_sleep(d, next_timer);
 		last_work = urd_now_ns();
-		engine_poll_mark(&poll, last_work);
 	}
 	return NULL;
 }

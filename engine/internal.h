@@ -218,38 +218,6 @@ void engine_wait(struct vr_qp *qp, enum engine_wait why, uint64_t until_ns);
  * their CPU at once (EEVDF, Linux 6.12+; older kernels ignore it). */
 void engine_thread_init(const char *name);
 
-/* Polling after work, and when not to. A thread that polls keeps its CPU
- * until the scheduler takes it away; on a CPU it shares with a program that
- * busy-polls its CQ, it then waits for the program's slice to end (ms) while
- * the packet or WQE it polls for has arrived. A sleeping thread, woken by the
- * packet or the program's doorbell, preempts the program at once (the short
- * slice above). So a thread that finds it lost its CPU for longer than
- * interrupts and short tasks take (SPIN_PREEMPTED_NS between two looks) does
- * not poll again for CONTENDED_NS: it sleeps as soon as it is idle. On a CPU
- * of its own it polls as always. */
-#define SPIN_PREEMPTED_NS (200ull * 1000)
-#define CONTENDED_NS      (100ull * 1000 * 1000)
-
-struct engine_poll {
-	uint64_t last_look;             /* when the thread last looked for work */
-	uint64_t contended_until;       /* no polling before this */
-};
-
-/* Called at each look for work that found none: whether to poll on (work came
- * less than spin_ns ago and the CPU is the thread's own) rather than sleep. */
-static inline bool engine_poll_on(struct engine_poll *p, uint64_t now, uint64_t last_work, uint64_t spin_ns)
-{
-	if (p->last_look && now - p->last_look >= SPIN_PREEMPTED_NS)
-		p->contended_until = now + CONTENDED_NS;
-	p->last_look = now;
-	return now >= p->contended_until && now - last_work < spin_ns;
-}
-
-/* After work or a sleep: the time since was not lost to another task. */
-static inline void engine_poll_mark(struct engine_poll *p, uint64_t now)
-{
-	p->last_look = now;
-}
 
 /* qos.c: may vr send bytes now?  If not, *until is when. */
 bool qos_admit(struct urd_vrnic *vr, uint64_t bytes, uint64_t now, uint64_t *until);

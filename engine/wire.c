@@ -672,7 +672,6 @@ static void *wire_main(void *arg)
 		char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl[WIRE_BATCH];
-	struct engine_poll poll = { 0 };
 	uint64_t last_rx = 0, last_timers = 0;
 
 	engine_thread_init("urd-wire");
@@ -742,10 +741,8 @@ static void *wire_main(void *arg)
 		wire_flush(w);
 		/* ACKs opened windows, timers expired: the engine may sleep */
 		engine_kick_if_work(d);
-		if (n > 0 || engine_poll_on(&poll, now, last_rx, WIRE_SPIN_NS)) {
+		if (n > 0 || now - last_rx < WIRE_SPIN_NS) {
 			pthread_mutex_unlock(&d->lock);
-			if (n > 0)
-				engine_poll_mark(&poll, urd_now_ns());
 			if (n <= 0)
 				sched_yield();
 			continue;
@@ -765,7 +762,6 @@ static void *wire_main(void *arg)
 			pthread_mutex_unlock(&d->lock);
 			ts = urd_ns_timespec(until > now ? until - now : 0);
 			r = ppoll(pfd, 2, &ts, NULL);
-			engine_poll_mark(&poll, urd_now_ns());
 			if (r > 0 && (pfd[1].revents & POLLIN)) {
 				uint64_t v;
 
