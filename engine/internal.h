@@ -218,7 +218,6 @@ void engine_wait(struct vr_qp *qp, enum engine_wait why, uint64_t until_ns);
  * their CPU at once (EEVDF, Linux 6.12+; older kernels ignore it). */
 void engine_thread_init(const char *name);
 
-
 /* qos.c: may vr send bytes now?  If not, *until is when. */
 bool qos_admit(struct urd_vrnic *vr, uint64_t bytes, uint64_t now, uint64_t *until);
 

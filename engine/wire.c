@@ -754,15 +754,13 @@ static void *wire_main(void *arg)
 			struct pollfd pfd[2] = { { .fd = w->fd, .events = POLLIN }, { .fd = w->efd, .events = POLLIN } };
 			uint64_t until = now + WIRE_IDLE_MS * 1000000ull;
 			struct timespec ts;
-			int r;
 
 			if (w->next_timer && w->next_timer < until)
 				until = w->next_timer;
 			w->sleep_until = until > now ? until : now + 1;
 			pthread_mutex_unlock(&d->lock);
 			ts = urd_ns_timespec(until > now ? until - now : 0);
-			r = ppoll(pfd, 2, &ts, NULL);
-			if (r > 0 && (pfd[1].revents & POLLIN)) {
+			if (ppoll(pfd, 2, &ts, NULL) > 0 && (pfd[1].revents & POLLIN)) {
 				uint64_t v;
 
 				if (read(w->efd, &v, sizeof(v)) < 0)
