@@ -46,7 +46,7 @@ cd "$TOP" || exit 1
 . "$TOP/tests/integration/mhlib.sh"
 
 if [ "$MODE" = quick ]; then
-	BW_BYTES=$((1 << 30)) LAT_N=2000 MR_N=200000 QPERF_T=3 LOSS_BYTES=$((256 << 20)) LOSS_REPS=5
+	BW_BYTES=$((1 << 30)) LAT_N=2000 MR_N=200000 QPERF_T=3 LOSS_BYTES=$((256 << 20)) LOSS_REPS=${LOSS_REPS:-5}
 else
 	BW_BYTES=$((4 << 30)) LAT_N=20000 MR_N=1000000 QPERF_T=10 LOSS_BYTES=$((1 << 30)) LOSS_REPS=7
 fi
@@ -214,21 +214,22 @@ segment() { for k in 1 2; do ip -n "$(mh_ns "$k")" link set ul0 gso_max_segs "$1
 segment 1
 # Loss-free and lossy runs alternate LOSS_REPS times and each side's median
 # counts: single runs on this shared machine vary by a third.
-# h2_timeouts: host 2's (the requester's) resend timer expiries so far
-h2_timeouts() {
+# h2_count KEY: host 2's (the requester's) counter KEY summed over its peers
+# (timeouts: resend timer expiries; tail_probes: tail-loss probes)
+h2_count() {
 	mh_cli 2 --json hosts 2>/dev/null | python3 -c 'import json, sys
-print(sum(h.get("counters", {}).get("timeouts", 0) for h in json.load(sys.stdin).get("hosts", [])))' 2>/dev/null || echo 0
+print(sum(h.get("counters", {}).get(sys.argv[1], 0) for h in json.load(sys.stdin).get("hosts", [])))' "$1" 2>/dev/null || echo 0
 }
 for ((rep = 1; rep <= LOSS_REPS; rep++)); do
-	t0=$(h2_timeouts)
+	t0=$(h2_count timeouts) p0=$(h2_count tail_probes)
 	pt_bw "loss0_$rep" ib_write_bw -s 65536 -n "$(iters "$LOSS_BYTES" 65536 100000)"
-	t1=$(h2_timeouts)
+	t1=$(h2_count timeouts) p1=$(h2_count tail_probes)
 	mh_loss 1 >/dev/null
 	pt_bw "loss1_$rep" ib_write_bw -s 65536 -n "$(iters "$LOSS_BYTES" 65536 100000)"
 	put "loss1_$rep.dropped" "$(mh_loss_dropped)"
 	mh_loss 0 >/dev/null
-	t2=$(h2_timeouts)
-	say "  run $rep: loss-free $(get "loss0_$rep.MBps") MB/s ($((t1 - t0)) resend timeouts), 1 % loss $(get "loss1_$rep.MBps") MB/s ($(get "loss1_$rep.dropped") frames dropped, $((t2 - t1)) timeouts)"
+	t2=$(h2_count timeouts) p2=$(h2_count tail_probes)
+	say "  run $rep: loss-free $(get "loss0_$rep.MBps") MB/s ($((t1 - t0)) resend timeouts, $((p1 - p0)) probes), 1 % loss $(get "loss1_$rep.MBps") MB/s ($(get "loss1_$rep.dropped") frames dropped, $((t2 - t1)) timeouts, $((p2 - p1)) probes)"
 done
 for k in loss0 loss1; do
 	put "$k.MBps" "$(for ((rep = 1; rep <= LOSS_REPS; rep++)); do get "${k}_$rep.MBps"; done | sort -g | awk 'NF { v[n++] = $1 } END { if (n) print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }')"
@@ -267,6 +268,7 @@ for h in d.get("hosts", []):
     k = sys.argv[2]
     print(f"h{k}.retransmits {c.get('retransmits', 0)}")
     print(f"h{k}.timeouts {c.get('timeouts', 0)}")
+    print(f"h{k}.tail_probes {c.get('tail_probes', 0)}")
     print(f"h{k}.naks_tx {sum(c.get('naks_tx', {}).values())}")
     print(f"h{k}.drops_psn {c.get('drops', {}).get('psn', 0)}")
 EOF
@@ -315,8 +317,8 @@ for k in (1, 2):
     print("host %d wire: %s packets sent per sendmsg-type call, %s received per receive call (%s / %s packets)" % (
         k, f(r(tp, tc), "%.2f"), f(r(rp, rc), "%.2f"), f(tp, "%.0f"), f(rp, "%.0f")))
 for k in (1, 2):
-    print("host %d RC: %s retransmitted, %s timeouts, %s NAKs sent, %s packets dropped out of sequence; UDP receive-buffer overflows %s (whole run)" % (
-        k, *(f(g("h%d.%s" % (k, x)), "%.0f") for x in ("retransmits", "timeouts", "naks_tx", "drops_psn", "udp_rcvbuf_errors"))))
+    print("host %d RC: %s retransmitted, %s timeouts, %s tail-loss probes, %s NAKs sent, %s packets dropped out of sequence; UDP receive-buffer overflows %s (whole run)" % (
+        k, *(f(g("h%d.%s" % (k, x)), "%.0f") for x in ("retransmits", "timeouts", "tail_probes", "naks_tx", "drops_psn", "udp_rcvbuf_errors"))))
 print("daemon CPU seconds per GB moved (ib_write_bw; host 1 = responder, host 2 = requester):")
 for n in ("wbw65536", "wbw1048576", "mr64"):
     b = g(n + ".bytes")

@@ -184,6 +184,8 @@ static const struct family wire_fams[] = {
 	{ "unirdma_wire_retransmits_total", "counter", "Packets sent again to the host (timeout or NAK).",
 	  WCNT(retransmits), 1 },
 	{ "unirdma_wire_timeouts_total", "counter", "Retransmission timer expiries for the host.", WCNT(timeouts), 1 },
+	{ "unirdma_wire_tail_probes_total", "counter", "Tail-loss probes: last packets sent again to the host.",
+	  WCNT(tail_probes), 1 },
 	{ "unirdma_wire_acks_tx_total", "counter", "ACKs sent to the host.", WCNT(acks_tx), 1 },
 	{ "unirdma_wire_acks_rx_total", "counter", "ACKs received from the host.", WCNT(acks_rx), 1 },
 };

@@ -647,7 +647,7 @@ static void wire_timers(struct urd_daemon *d, uint64_t now)
 		struct wire_qp *q = *pp;
 
 		wire_rc_timer(d, q, now);
-		if (!q->rto_at && !q->rnr_at) {
+		if (!q->rto_at && !q->rnr_at && !q->tlp_at) {
 			*pp = q->timer_next;
 			q->on_timer = false;
 			continue;
@@ -656,6 +656,8 @@ static void wire_timers(struct urd_daemon *d, uint64_t now)
 			next = q->rto_at;
 		if (q->rnr_at && (!next || q->rnr_at < next))
 			next = q->rnr_at;
+		if (q->tlp_at && (!next || q->tlp_at < next))
+			next = q->tlp_at;
 		pp = &q->timer_next;
 	}
 	w->next_timer = next;
@@ -914,9 +916,10 @@ static void log_counters(const char *who, const struct wire_counters *c)
 	for (int i = 0; i < WDROP_NUM; i++)
 		if (c->drops[i] && n < sizeof(drops))
 			n += (size_t)snprintf(drops + n, sizeof(drops) - n, " %d:%llu", i, (unsigned long long)c->drops[i]);
-	log_info("fabric %s: tx %llu rx %llu retransmits %llu timeouts %llu acks %llu/%llu naks seq %llu/%llu rnr %llu/%llu drops%s",
+	log_info("fabric %s: tx %llu rx %llu retransmits %llu timeouts %llu probes %llu acks %llu/%llu naks seq %llu/%llu rnr %llu/%llu drops%s",
 		 who, (unsigned long long)c->tx_pkts, (unsigned long long)c->rx_pkts,
 		 (unsigned long long)c->retransmits, (unsigned long long)c->timeouts,
+		 (unsigned long long)c->tail_probes,
 		 (unsigned long long)c->acks_tx, (unsigned long long)c->acks_rx,
 		 (unsigned long long)c->naks_tx[WNAK_SEQ], (unsigned long long)c->naks_rx[WNAK_SEQ],
 		 (unsigned long long)c->naks_tx[WNAK_RNR], (unsigned long long)c->naks_rx[WNAK_RNR], drops);

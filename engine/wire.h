@@ -150,6 +150,8 @@ struct wire_qp {
 	uint32_t rd_out;                /* READs and atomics in flight */
 	uint32_t retry_left, rnr_left;
 	uint64_t rto_at;                /* retransmission deadline, 0: off */
+	uint64_t tlp_at;                /* tail-loss probe due, 0: off */
+	bool tlp_sent;                  /* one went out since the last progress */
 	uint64_t rnr_at;                /* RNR wait until, 0: none */
 	uint64_t progress_at;           /* last progress (or first send after idle) */
 	uint64_t srtt;                  /* smoothed round trip, ns (0: none yet) */

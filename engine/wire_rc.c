@@ -217,7 +217,7 @@ static void complete_head(struct vr_qp *qp, struct wire_qp *q, enum ibv_wc_statu
 static void fail_head(struct vr_qp *qp, struct wire_qp *q, enum ibv_wc_status st)
 {
 	complete_head(qp, q, st);
-	q->rto_at = q->rnr_at = 0;
+	q->rto_at = q->rnr_at = q->tlp_at = 0;
 	q->cur_open = false;
 	q->next_idx = qp->sq.q.own;
 	qp_fail(qp, QP_FAIL_WQE);
@@ -290,7 +290,7 @@ static void cwnd_acked(struct wire_qp *q, uint32_t n)
 
 /* Packet k of WQE e (for a READ: the request for responses k..). */
 static void send_packet(struct vr_qp *qp, struct wire_qp *q, struct wire_wqe *e, const struct urd_opcode_info *op,
-			const struct vsge *local, uint32_t n, uint32_t k, struct engine_host *host)
+			const struct vsge *local, uint32_t n, uint32_t k, struct engine_host *host, bool ackreq)
 {
 	struct engine_wire *w = qp->vr->d->eng.wire;
 	const struct urd_send_wqe *wq = wqe_of(e);
@@ -334,7 +334,7 @@ static void send_packet(struct vr_qp *qp, struct wire_qp *q, struct wire_wqe *e,
 			p.h.se = (wq->flags & URD_WQE_SOLICITED) != 0;
 		}
 	}
-	if (qp->type == IBV_QPT_RC && (last || ++q->noack >= ack_every(q))) {
+	if (qp->type == IBV_QPT_RC && (ackreq || last || ++q->noack >= ack_every(q))) {
 		p.h.ackreq = true;
 		q->noack = 0;
 	}
@@ -355,7 +355,15 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
 	q->noack = 0;
 	q->probe_at = 0;
 	if (idx == q->next_idx) {
-		q->psn = q->una;
+		/* every WQE started is complete.  una may lie further on,
+		 * in WQEs an earlier go-back took back (the responder has
+		 * them from before it): those start again at the PSNs they
+		 * had, from psn on, and the responder takes them as the
+		 * duplicates they are.  Starting the next WQE at una would
+		 * give its first packet a PSN the responder knows as a
+		 * middle one (a class C error, seen under 1 % loss) */
+		if (psn_diff(q->una, q->psn) < 0)
+			q->psn = q->una;
 		return;
 	}
 	{
@@ -386,6 +394,7 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
  * (wire_rc_timer), so a dead peer still fails after retry_cnt x timeout, as
  * the spec says. */
 #define RESEND_MIN_NS (1000ull * 1000)
+#define TLP_MIN_NS    (100ull * 1000)   /* a tail-loss probe waits 2 srtt, at least this */
 
 static uint64_t resend_ns(const struct vr_qp *qp, const struct wire_qp *q)
 {
@@ -409,7 +418,63 @@ static void arm_rto(struct vr_qp *qp, struct wire_qp *q, uint64_t now)
 	whole = q->progress_at + rto_ns(qp);
 	if (whole > now && whole < q->rto_at)
 		q->rto_at = whole;
-	wire_timer_arm(qp->vr->d->eng.wire, q, q->rto_at);
+	q->tlp_at = 0;
+	if (q->srtt && !q->tlp_sent && qp->type == IBV_QPT_RC) {
+		uint64_t t = 2 * q->srtt;
+
+		t = now + (t < TLP_MIN_NS ? TLP_MIN_NS : t);
+		if (t < q->rto_at)
+			q->tlp_at = t;
+	}
+	wire_timer_arm(qp->vr->d->eng.wire, q, q->tlp_at ? q->tlp_at : q->rto_at);
+}
+
+/* A tail-loss probe (the idea of RFC 8985, on go-back-N): no ACK for two
+ * round trips, so the last packet sent goes again, with AckReq.  If it was
+ * that packet that was lost (the last before the window filled or the
+ * program stopped posting, which nothing follows to draw a NAK), the
+ * responder takes it and acknowledges everything; if an earlier one was
+ * lost, the probe arrives out of sequence and draws the NAK; if only the
+ * ACK was lost, the duplicate is acknowledged again.  One probe until the
+ * next progress, no cut of the window: a probe costs one packet where the
+ * resend timer costs at least RESEND_MIN_NS, the whole window again and
+ * half of cwnd.  Only SEND and WRITE packets: a READ request asks for
+ * every response again, an atomic is replayed by the responder anyway. */
+static void tail_probe(struct vr_qp *qp, struct wire_qp *q)
+{
+	uint32_t last = (q->psn - 1) & 0xffffff, idx, n;
+	struct vsge local[ENGINE_MAX_SGE];
+	const struct urd_opcode_info *op;
+	struct engine_host *host = NULL;
+	struct wire_wqe *e;
+	int32_t k;
+
+	q->tlp_sent = true;
+	if (qp->state != IBV_QPS_RTS || psn_diff(q->psn, q->una) <= 0 || qp->sq.q.own == q->next_idx)
+		return;
+	/* the WQE that holds it: the open one, or the one started before */
+	if (q->cur_open && q->cur_pkt)
+		idx = q->cur_idx;
+	else
+		idx = (q->cur_open ? q->cur_idx : q->next_idx) - 1;
+	if (idx - qp->sq.q.own >= q->next_idx - qp->sq.q.own)
+		return;
+	e = wire_slot(q, idx);
+	k = psn_diff(last, e->first_psn);
+	op = urd_opcode(wqe_of(e)->opcode, qp->type);
+	if (e->failed || k < 0 || (uint32_t)k >= e->npkts || !op ||
+	    (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC | URD_OPF_LOCAL)))
+		return;
+	if (!wire_rc_may_send(qp, q, &host) ||
+	    wqe_gather(qp, e, op, local, &n, 1u << qp->sq.q.shift))
+		return;         /* the resend timer finds what is wrong */
+	send_packet(qp, q, e, op, local, n, (uint32_t)k, host, true);
+	wire_flush(qp->vr->d->eng.wire);
+	q->probe_at = 0;        /* no RTT sample across a resend */
+	if (host)
+		host->cnt.tail_probes++;
+	else
+		qp->vr->d->eng.dir.cnt.tail_probes++;
 }
 
 bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
@@ -526,7 +591,7 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 		}
 		if (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) {
 			if (may)
-				send_packet(qp, q, e, op, local, n, q->cur_pkt, host);
+				send_packet(qp, q, e, op, local, n, q->cur_pkt, host, false);
 			q->rd_out++;
 			q->psn = (e->last_psn + 1) & 0xffffff;
 			if (psn_diff(q->psn, q->psn_max) > 0)
@@ -537,7 +602,7 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 		}
 		while (q->cur_pkt < e->npkts && psn_diff(q->psn, q->una) < (int32_t)q->cwnd && *bytes > 0) {
 			if (may)
-				send_packet(qp, q, e, op, local, n, q->cur_pkt, host);
+				send_packet(qp, q, e, op, local, n, q->cur_pkt, host, false);
 			q->cur_pkt++;
 			q->psn = (q->psn + 1) & 0xffffff;
 			if (psn_diff(q->psn, q->psn_max) > 0)
@@ -614,6 +679,7 @@ static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t
 	q->in_retry = false;
 	q->progress_at = now;
 	q->backoff = 0;
+	q->tlp_sent = false;
 	if (q->probe_at && psn_diff(una, q->probe_psn) > 0) {
 		/* a round trip: smoothed as TCP does (RFC 6298) */
 		uint64_t rtt = now - q->probe_at;
@@ -631,8 +697,10 @@ static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t
 	}
 	q->retry_left = qp->attr.retry_cnt;
 	q->rnr_left = qp->attr.rnr_retry;
-	if (psn_diff(q->una, q->psn) >= 0 && qp->sq.q.own == q->next_idx) {
-		q->rto_at = 0;
+	if (psn_diff(q->una, q->psn) >= 0) {
+		/* nothing on the wire (the rest of a WQE may wait for the
+		 * engine: it arms the timer again when it sends) */
+		q->rto_at = q->tlp_at = 0;
 		q->progress_at = 0;
 	} else {
 		arm_rto(qp, q, now);
@@ -810,7 +878,7 @@ void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
 
 	(void)d;
 	if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_RESET) {
-		q->rto_at = q->rnr_at = 0;
+		q->rto_at = q->rnr_at = q->tlp_at = 0;
 		return;
 	}
 	if (q->rnr_at && now >= q->rnr_at) {
@@ -818,11 +886,23 @@ void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
 		go_back(qp, q);
 		arm_rto(qp, q, now);
 	}
+	if (q->tlp_at && now >= q->tlp_at) {
+		q->tlp_at = 0;
+		if (!q->rnr_at && q->rto_at && now < q->rto_at)
+			tail_probe(qp, q);
+	}
 	if (q->rto_at && now >= q->rto_at) {
 		struct engine_host *h = NULL;
 
-		if (psn_diff(q->una, q->psn) >= 0 && qp->sq.q.own == q->next_idx) {
-			q->rto_at = 0;
+		if (psn_diff(q->una, q->psn) >= 0) {
+			/* nothing unacknowledged on the wire: everything sent
+			 * was acknowledged and the engine has not sent the rest
+			 * of a WQE yet (its CPU is busy).  Nothing to resend,
+			 * no loss to answer with a smaller window, no retry to
+			 * count against the peer: the timer starts again with
+			 * the next packet (wire_rc_process) */
+			q->rto_at = q->tlp_at = 0;
+			q->progress_at = 0;
 			return;
 		}
 		wire_rc_may_send(qp, q, &h);
