@@ -27,6 +27,7 @@ INC_ENGINE := -Iinclude -Icommon -Icore -Iengine
 INC_DAEMON := -Iinclude -Icommon -Icore -Iengine -Idaemon
 INC_CLI    := -Iinclude -Icommon
 INC_TEST   := -Iinclude -Icommon -Itests/verbs
+INC_K8S    := -Ik8s
 
 COMMON_SRC := $(wildcard common/*.c)
 LIB_SRC    := $(wildcard lib/*.c)
@@ -36,6 +37,7 @@ DAEMON_SRC := $(wildcard daemon/*.c)
 CLI_SRC    := $(wildcard cli/*.c)
 TEST_SRC   := $(wildcard tests/verbs/t_*.c)
 TOOL_SRC   := $(wildcard tests/tools/*.c)
+K8S_SRC    := $(wildcard k8s/*.c)
 
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(COMMON_SRC))
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(CORE_SRC) $(COMMON_SRC))
@@ -45,6 +47,7 @@ TESTS      := $(patsubst tests/verbs/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 UNIT_SRC   := $(wildcard tests/unit/u_*.c)
 UNITS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TOOLS      := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
+K8S_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(K8S_SRC))
 
 LIBIBVERBS := $(BUILD)/lib/libibverbs.so.1
 # The engine, the object model's services and common/, linkable without the
@@ -52,8 +55,11 @@ LIBIBVERBS := $(BUILD)/lib/libibverbs.so.1
 ENGINE_LIB := $(BUILD)/engine/libunirdma-engine.a
 DAEMON     := $(BUILD)/bin/unirdmad
 CLI        := $(BUILD)/bin/unirdma
+# The kubelet device plugin (k8s/): a program of its own, no part of the
+# daemon's, only its admin socket (JSON) and kubelet's gRPC (nghttp2).
+DEVPLUGIN  := $(BUILD)/bin/unirdma-device-plugin
 
-all: $(LIBIBVERBS) $(DAEMON) $(CLI) $(ENGINE_LIB) $(TESTS) $(UNITS) $(TOOLS)
+all: $(LIBIBVERBS) $(DAEMON) $(CLI) $(ENGINE_LIB) $(TESTS) $(UNITS) $(TOOLS) $(DEVPLUGIN)
 
 engine: $(ENGINE_LIB)
 
@@ -65,6 +71,7 @@ $(BUILD)/obj/core/%.o: INC = $(INC_CORE)
 $(BUILD)/obj/engine/%.o: INC = $(INC_ENGINE)
 $(BUILD)/obj/daemon/%.o: INC = $(INC_DAEMON)
 $(BUILD)/obj/cli/%.o: INC = $(INC_CLI)
+$(BUILD)/obj/k8s/%.o: INC = $(INC_K8S)
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -93,6 +100,21 @@ $(CLI): $(CLI_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -ljson-c
 	ln -sf unirdma $(BUILD)/bin/unirdma-cni  # the CNI plugin (cli/cni.c)
+
+$(DEVPLUGIN): $(K8S_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(K8S_OBJ) -lnghttp2 -ljson-c
+
+# libFuzzer target for what the device plugin parses from its socket
+# (k8s/fuzz/fuzz_devplugin.c says how to run it; devplugin.sh, case fuzz).
+DEVPLUGIN_FUZZ := $(BUILD)/fuzz/fuzz_devplugin
+$(DEVPLUGIN_FUZZ): k8s/fuzz/fuzz_devplugin.c $(K8S_SRC) $(wildcard k8s/*.h)
+	@mkdir -p $(dir $@)
+	$(or $(FUZZ_CC),clang) -DUNIRDMA_VERSION=\"$(VERSION)\" -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE \
+		-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -fno-omit-frame-pointer $(INC_K8S) -o $@ \
+		k8s/fuzz/fuzz_devplugin.c k8s/grpc.c k8s/pb.c -lnghttp2 -ljson-c
+devplugin-fuzz: $(DEVPLUGIN_FUZZ)
 
 # The C tests link against our library (so its symbol versions are checked at
 # link time) and run with LD_LIBRARY_PATH=$(BUILD)/lib.
@@ -151,7 +173,7 @@ asan-test: deps asan
 clean:
 	rm -rf build build-asan build-clang
 
-.PHONY: all engine deps demo test asan asan-test clean
+.PHONY: all engine deps demo test asan asan-test clean devplugin-fuzz
 
 # Parts that bring their own rules (fuzzing, benchmarks) live in mk/*.mk.
 -include $(wildcard mk/*.mk)

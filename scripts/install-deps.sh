@@ -12,6 +12,7 @@ pkgs=(
 	libbsd-dev                       # <bsd/sys/tree.h>: the daemon's red-black tree macros (header only)
 	libmicrohttpd-dev                # the daemon's Prometheus metrics endpoint
 	libcurl4-openssl-dev             # the daemon's cluster directory client (etcd's JSON gateway)
+	libnghttp2-dev                   # HTTP/2 for the kubelet device plugin's gRPC (k8s/)
 	etcd-server etcd-client          # cluster tests: etcd v3 and etcdctl
 	ibverbs-utils perftest qperf     # unmodified verbs programs the tests and the demo run
 	iproute2 util-linux procps       # ip, unshare/nsenter, ps: containers and their network
@@ -22,6 +23,7 @@ pkgs=(
 	tshark                           # RoCEv2 captures dissected and checked (tests/integration/roce_wire.sh)
 	podman runc                      # CDI tests (tests/integration/podman.sh); runc: crun fails on this host's cgroups
 	containernetworking-plugins      # bridge, host-local: the CNI chain of unirdma-cni (tests/integration/cni.sh)
+	python3-grpcio python3-grpc-tools python3-h2 # the fake kubelet of tests/integration/devplugin.sh
 	openmpi-bin netpipe-openmpi      # MPI over UCX on vRNICs (tests/integration/mpi.sh)
 	libfabric-bin                    # fi_info, fi_pingpong over the verbs provider (tests/integration/libfabric.sh)
 	librdmacm-dev rdmacm-utils       # rdma_cma.h (the ABI our librdmacm implements); rping, udaddy, ... (tests/integration/rdmacm.sh)
