@@ -32,7 +32,8 @@
  * region file into that tmpfs.  It lives in a file of its own because it is
  * always there while the daemon runs, while the vRNICs' file exists only
  * while there are container vRNICs.  A vRNIC named "cni" is left out of the
- * vRNICs' file (the name is the CNI device's).
+ * vRNICs' file (the name is the CNI device's), and so is one whose name is
+ * no CDI device name (cdi_name_ok).
  *
  * The spec is one file, rewritten atomically (a temporary file renamed over
  * it) whenever a vRNIC is created, deleted or changed, and removed when the
@@ -42,6 +43,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -306,6 +308,17 @@ static void cni_spec_write(const struct urd_daemon *d)
 			cdi.cni_path, strerror(-ret));
 }
 
+/* A CDI device name (the CDI spec's parser): letters, digits, '-', '_',
+ * '.' and ':', beginning and ending with a letter or a digit.  vRNIC names
+ * may begin with '_' or end with '-' or '_'; one such name in the spec
+ * would make runtimes refuse the whole file, every vRNIC's device. */
+static bool cdi_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n && isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
+}
+
 void cdi_update(struct urd_daemon *d)
 {
 	json_object *spec, *devs;
@@ -318,10 +331,15 @@ void cdi_update(struct urd_daemon *d)
 	for (int i = 0; i < URD_MAX_VRNICS; i++) {
 		const struct urd_vrnic *vr = d->vrnics[i];
 
-		if (vr && !vr->vm && !vr->failed && strcmp(vr->name, CDI_CNI_DEVICE)) {
-			json_object_array_add(devs, device_json(d, vr));
-			ndev++;
+		if (!vr || vr->vm || vr->failed || !strcmp(vr->name, CDI_CNI_DEVICE))
+			continue;
+		if (!cdi_name_ok(vr->name)) {
+			log_warn("cdi: vRNIC %s is left out of %s: a CDI device name begins and ends with a letter "
+				 "or a digit", vr->name, cdi.path);
+			continue;
 		}
+		json_object_array_add(devs, device_json(d, vr));
+		ndev++;
 	}
 	if (!ndev) {
 		json_object_put(spec);

@@ -112,6 +112,12 @@ case_spec() {
 	"$UNIRDMA" vrnic create pb --tenant t1 --ip "10.77.$SUBNET.2/24" >/dev/null || return 1
 	"$UNIRDMA" vrnic create pv --tenant t1 --ip "10.77.$SUBNET.3/24" --vm --vm-ram 64M >/dev/null || return 1
 	check "two container vRNICs: both in $(spec_file), the VM's not" test "$(spec_devices)" = "pa pb"
+	# a vRNIC name that is no CDI device name would make runtimes refuse
+	# the whole file: it is left out, the others stay usable
+	"$UNIRDMA" vrnic create pc- --tenant t1 --ip "10.77.$SUBNET.4/24" >/dev/null || return 1
+	check "vRNIC pc- (no CDI device name) is left out" test "$(spec_devices)" = "pa pb"
+	check "and the spec stays valid" spec_valid
+	"$UNIRDMA" vrnic delete pc- >/dev/null
 	check "the spec is valid CDI 0.5.0 with each vRNIC's region, the library and the hook" spec_valid
 	"$UNIRDMA" vrnic delete pb >/dev/null
 	check "after delete: pa alone" test "$(spec_devices)" = pa
