@@ -56,10 +56,17 @@ bool engine_gid_ip(const uint8_t gid[16], uint32_t *ip)
 	return true;
 }
 
-uint16_t wire_sport(uint32_t qpn)
+int wire_sport(const struct engine_wire *w, uint32_t qpn, uint16_t *port)
 {
-	(void)qpn;
-	return ROCE_UDP_PORT;   /* one socket: every packet leaves from 4791 */
+	uint32_t i = (qpn * 0x9e3779b1u) >> 28;         /* 16 slots: WIRE_SPORTS */
+
+	static_assert(WIRE_SPORTS == 16, "the hash takes 4 bits");
+	if (w->sfd[i] < 0) {
+		*port = ROCE_UDP_PORT;
+		return w->fd;
+	}
+	*port = w->sport[i];
+	return w->sfd[i];
 }
 
 /* ---- sending ------------------------------------------------------------ */
@@ -109,12 +116,17 @@ void wire_flush(struct engine_wire *w)
 		else
 			gso_msg(t, k, m, ng, &niov);
 		t->gfirst[ng] = k;
+		t->gfd[ng] = t->fd[k];
 		t->gn[ng++] = m;
 		k += m;
 	}
 	while (done < ng) {
-		int r = sendmmsg(w->fd, t->gmsg + done, ng - done, MSG_DONTWAIT);
+		uint32_t run = 1;       /* the groups from done on that share a socket */
+		int r;
 
+		while (done + run < ng && t->gfd[done + run] == t->gfd[done])
+			run++;
+		r = sendmmsg(t->gfd[done], t->gmsg + done, run, MSG_DONTWAIT);
 		w->tx_calls++;
 		if (r <= 0) {
 			if (r < 0 && errno == EINTR)
@@ -130,13 +142,15 @@ void wire_flush(struct engine_wire *w)
 				w->tx_dropped += t->gn[done++];
 				continue;
 			}
-			/* a full socket buffer: the rest is lost like a NIC's
-			 * overflowing queue; retransmission recovers it */
-			for (uint32_t g = done; g < ng; g++)
+			/* a full socket buffer: the rest of this socket's run
+			 * is lost like a NIC's overflowing queue;
+			 * retransmission recovers it */
+			for (uint32_t g = done; g < done + run; g++)
 				w->tx_dropped += t->gn[g];
 			if (r < 0 && errno != EAGAIN && errno != ENOBUFS)
 				log_debug("wire: sendmmsg: %s", strerror(errno));
-			break;
+			done += run;
+			continue;
 		}
 		for (uint32_t g = done; g < done + (uint32_t)r; g++) {
 			w->tx_pkts += t->gn[g];
@@ -195,7 +209,8 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 	struct wire_counters *c;
 
 	bool mcast = IN_MULTICAST(ntohl(p->dip)), join;
-	uint16_t pay;
+	uint16_t pay, sport;
+	int fd;
 
 	if (t->n == WIRE_BATCH)
 		wire_flush(w);
@@ -207,8 +222,14 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 	pay = (uint16_t)(udp_len - 8);
 	/* the next of a GSO train: same addresses, not longer than the
 	 * train's packets (a shorter one ends it), room left (wire.h) */
+	if (mcast) {
+		fd = w->fd;
+		sport = ROCE_UDP_PORT;
+	} else {
+		fd = wire_sport(w, p->lqpn, &sport);
+	}
 	join = t->gopen && k && t->dst[k - 1].sin_addr.s_addr == p->dip && t->sip[k - 1] == p->sip &&
-	       pay <= t->pay[k - 1] && t->gpos[k - 1] + 1u < WIRE_GSO_SEGS && t->gbytes + pay <= WIRE_GSO_BYTES;
+	       t->fd[k - 1] == fd && pay <= t->pay[k - 1] && t->gpos[k - 1] + 1u < WIRE_GSO_SEGS && t->gbytes + pay <= WIRE_GSO_BYTES;
 	if (join) {
 		t->gpos[k] = (uint8_t)(t->gpos[k - 1] + 1);
 		t->gbytes += pay;
@@ -220,7 +241,8 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 	}
 	t->pay[k] = pay;
 	t->sip[k] = p->sip;
-	crc = roce_icrc_start(p->sip, p->dip, wire_sport(0), t->gpos[k], udp_len, t->hdr[k]);
+	t->fd[k] = fd;
+	crc = roce_icrc_start(p->sip, p->dip, sport, t->gpos[k], udp_len, t->hdr[k]);
 	crc = roce_icrc_add(crc, t->hdr[k] + ROCE_BTH_LEN, hlen - ROCE_BTH_LEN);
 	t->iov[k][niov].iov_base = t->hdr[k];
 	t->iov[k][niov++].iov_len = hlen;
@@ -423,6 +445,7 @@ enum resp_result wire_ud_send(struct vr_qp *qp, const struct urd_send_wqe *wqe, 
 	p.pay = local;
 	p.npay = n;
 	p.pay_len = len;
+	p.lqpn = qp->qpn;
 	wire_emit(w, &p);
 	wire_flush(w);
 	return RESP_ACK;
@@ -498,6 +521,7 @@ static void wire_cm_answer_orphan(struct urd_daemon *d, struct urd_vrnic *vr, co
 	p.dip = rx->sip;
 	p.flat = rep;
 	p.pay_len = CM_MAD_BYTES;
+	p.lqpn = URD_GSI_QPN;
 	p.host = rx->host;
 	p.eng = &d->eng;
 	wire_emit(d->eng.wire, &p);
@@ -803,6 +827,54 @@ static uint32_t mtu_enum(uint32_t dev_mtu)
 	return e;
 }
 
+/* The sending sockets of the source ports (wire.h): slot i's port is the
+ * first free one from 0xC000 + 1024 i (RoCEv2 takes entropy ports from
+ * 0xC000-0xFFFF, as rxe does; another program may hold one), else one the
+ * kernel picks.  Nobody sends to them (RoCE answers go to 4791): their
+ * receive buffers are the smallest.  A slot without one sends from 4791. */
+static void open_sports(struct engine_wire *w, int buf, int pmtu)
+{
+	int n = 0, tiny = 0;
+
+	for (int i = 0; i < WIRE_SPORTS; i++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		socklen_t len = sizeof(sa);
+		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), bound = -1;
+
+		w->sfd[i] = -1;
+		if (fd < 0)
+			continue;
+		setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf));
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &tiny, sizeof(tiny));
+		for (int j = 0; j < 64 && bound; j++) {
+			sa.sin_port = htons((uint16_t)(0xc000 + 1024 * i + j));
+			bound = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		}
+		if (bound) {
+			sa.sin_port = 0;
+			bound = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		}
+		if (bound || getsockname(fd, (struct sockaddr *)&sa, &len)) {
+			close(fd);
+			continue;
+		}
+		w->sfd[i] = fd;
+		w->sport[i] = ntohs(sa.sin_port);
+		n++;
+	}
+	if (n < WIRE_SPORTS)
+		log_warn("fabric: %d of %d source-port sockets (the others' QPs send from %u)", n, WIRE_SPORTS,
+			 ROCE_UDP_PORT);
+}
+
+static void close_sports(struct engine_wire *w)
+{
+	for (int i = 0; i < WIRE_SPORTS; i++)
+		if (w->sfd[i] >= 0)
+			close(w->sfd[i]);
+}
+
 int engine_wire_start(struct urd_daemon *d, const char *dev, bool gso, char *err, size_t errlen)
 {
 	struct engine_wire *w;
@@ -820,6 +892,8 @@ int engine_wire_start(struct urd_daemon *d, const char *dev, bool gso, char *err
 		return -ENOMEM;
 	}
 	strcpy(w->dev, dev);
+	for (int i = 0; i < WIRE_SPORTS; i++)
+		w->sfd[i] = -1;
 	ret = dev_ipv4(dev, &w->ip);
 	if (ret) {
 		snprintf(err, errlen, "underlay %s: no IPv4 address (%s)", dev, strerror(-ret));
@@ -884,6 +958,7 @@ int engine_wire_start(struct urd_daemon *d, const char *dev, bool gso, char *err
 		goto fail;
 	}
 	mcast_room();
+	open_sports(w, buf, pmtu);
 	d->eng.wire = w;
 	ret = -pthread_create(&w->thread, NULL, wire_main, d);
 	if (ret) {
@@ -901,6 +976,7 @@ int engine_wire_start(struct urd_daemon *d, const char *dev, bool gso, char *err
 	}
 	return 0;
 fail:
+	close_sports(w);
 	close(w->fd);
 	close(w->efd);
 	free(w->rx);
@@ -942,6 +1018,7 @@ void engine_wire_stop(struct urd_daemon *d)
 		for (const struct engine_host *h = d->eng.dir.hosts; h; h = h->next)
 			log_counters(h->name, &h->cnt);
 		log_counters("(no host)", &d->eng.dir.cnt);
+		close_sports(w);
 		close(w->fd);
 		close(w->efd);
 		pthread_mutex_lock(&d->lock);

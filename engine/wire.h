@@ -38,6 +38,7 @@
 #define WIRE_MAX_INFLIGHT 256           /* WQEs in flight per QP */
 #define WIRE_MAX_RES     128            /* responder resources (READ, atomics) kept */
 #define GRH_BYTES        40u
+#define WIRE_SPORTS      16             /* UDP source ports the QPs spread over (a power of two) */
 
 struct wire_gid {
 	uint8_t gid[16];
@@ -84,11 +85,19 @@ struct wire_tx {
 		struct cmsghdr align;
 	} ctl[WIRE_BATCH];
 	struct engine_host *host[WIRE_BATCH];
+	int fd[WIRE_BATCH];                     /* the socket of its source port */
+	int gfd[WIRE_BATCH];                    /* ... of each group, at flush */
 	uint8_t bounce[WIRE_BATCH][4096];       /* payloads in more pieces than iov takes */
 };
 
 struct engine_wire {
-	int fd;
+	int fd;                         /* UDP 4791: receives, sends multicast */
+	/* Sending sockets, each bound to a port of its own: a QP's packets leave
+	 * from one of them (wire_sport), as a RoCE NIC gives each QP a source
+	 * port, so that ECMP spreads QPs over paths; -1: that slot sends from
+	 * fd (port 4791) */
+	int sfd[WIRE_SPORTS];
+	uint16_t sport[WIRE_SPORTS];
 	char dev[IF_NAMESIZE];
 	uint32_t ip;                    /* the underlay's address, network order */
 	uint32_t dev_mtu;
@@ -204,6 +213,7 @@ struct wire_pkt_out {                   /* what wire_emit sends */
 	const uint8_t *flat;            /* or flat bytes */
 	struct engine_host *host;       /* counters */
 	struct engine *eng;
+	uint32_t lqpn;                  /* the sending QP (its source port) */
 };
 void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p);
 void wire_flush(struct engine_wire *w);
@@ -211,7 +221,8 @@ void wire_timer_arm(struct engine_wire *w, struct wire_qp *q, uint64_t at);
 struct engine_host *wire_host_of(struct urd_daemon *d, uint32_t ip);
 /* Whether qp may send to dip now: a GID the directory puts in qp's tenant. */
 bool wire_may_send(struct vr_qp *qp, uint32_t dip, struct engine_host **host);
-uint16_t wire_sport(uint32_t qpn);
+/* The sending socket and UDP source port of local QP qpn's packets. */
+int wire_sport(const struct engine_wire *w, uint32_t qpn, uint16_t *port);
 
 /* wire_rc.c */
 struct wire_rx {                        /* a received packet that passed the checks */

@@ -306,6 +306,7 @@ static void send_packet(struct vr_qp *qp, struct wire_qp *q, struct wire_wqe *e,
 	p.dip = q->dip;
 	p.host = host;
 	p.eng = &qp->vr->d->eng;
+	p.lqpn = qp->qpn;
 	if (op->flags & URD_OPF_READ) {
 		p.h.va = wq->remote_addr + off;
 		p.h.rkey = wq->rkey;
@@ -954,6 +955,7 @@ static void send_ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, ui
 	p.dip = q->dip;
 	p.host = rx->host;
 	p.eng = &qp->vr->d->eng;
+	p.lqpn = qp->qpn;
 	wire_emit(qp->vr->d->eng.wire, &p);
 	if ((syn & 0x60) == 0)
 		rx->cnt->acks_tx++;
@@ -1025,6 +1027,7 @@ static void read_reply(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, 
 		p.dip = q->dip;
 		p.host = rx->host;
 		p.eng = &qp->vr->d->eng;
+		p.lqpn = qp->qpn;
 		p.pay = &t;
 		p.npay = res->len ? 1 : 0;
 		p.pay_off = off;

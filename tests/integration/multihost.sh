@@ -274,10 +274,28 @@ perf_one() {
 	esac
 	case $prog in
 	*_bw)
+		[ "$prog" != ib_write_bw ] || mh_capture start
 		mh_pair 1 h1v1 "$prog -F -x 0 -q 4 -n 100" 2 h2v1 "$prog -F -x 0 -q 4 -n 100 $SRV" || return 1
 		check "$prog -q 4: non-zero $kind figures" results_ok "$PAIR_CLIENT_OUT" "$kind"
+		[ "$prog" != ib_write_bw ] || sport_check
 		;;
 	esac
+}
+# sport_check: the capture of a run with 4 QPs: each QP's packets leave from
+# a UDP source port of its own, as an RNIC's do (ECMP entropy; 16 ports a
+# daemon, in 0xC000-0xFFFF unless taken, so 4 QPs take at least 2), none
+# from 4791; the ICRCs (which cover the source port) right.
+sport_check() {
+	local ports
+	mh_capture stop
+	ports=$(tshark -r "$MH_PCAP" -Y "udp.dstport == 4791 && ip.dst == $SRV" -T fields -e udp.srcport 2>/dev/null |
+		sort -u | paste -sd' ')
+	say "  WRITEs of 4 QPs to $SRV left host 2 from UDP ports: $ports"
+	check "4 QPs: at least two source ports, none 4791" \
+		bash -c '[ "$(wc -w <<<"$1")" -ge 2 ] && ! grep -qw 4791 <<<"$1"' _ "$ports"
+	check "in 0xC000-0xFFFF (none of them is taken on this machine)" \
+		bash -c 'for p in $1; do [ "$p" -ge 49152 ] || exit 1; done' _ "$ports"
+	check "and that capture is clean RoCEv2 with right ICRCs" mh_pcap_check "$MH_PCAP"
 }
 # perf PROG N PROG N: both on one set-up of the hosts (the set-up, etcd and
 # the daemons, is a third of a case's time).
