@@ -86,6 +86,9 @@ struct vrnic_info {
 	char ip[16];
 	int prefix;
 	char dir[4096];
+	/* The container's interface that holds ip (the netdev of the GID in
+	 * its /sys/class/infiniband tree); empty: eth0. */
+	char ifname[16];
 };
 /* Fills *vi from vrnic.show NAME. Returns 0 or a CLI exit code (printed). */
 int vrnic_lookup(const char *name, struct vrnic_info *vi);
@@ -98,11 +101,26 @@ void net_ns_name(const char *state_dir, const char *tenant, char *buf, size_t le
 /* The bridge namespace of a tenant's containers (its name into nsname),
  * made with br0 in it if it is missing. 0 or -errno (printed). */
 int net_tenant_bridge(const char *state_dir, const char *tenant, char *nsname, size_t len);
-/* Creates a veth pair: one end on br0 in nsname, the other named eth0 in the
- * network namespace of pid. 0 or -errno (printed). */
-int net_attach(const char *nsname, pid_t pid);
-/* In the calling process's network namespace: lo up, eth0 with ip/prefix, up. */
-int net_setup_inside(const char *ip, int prefix);
+/* Creates a veth pair: one end on br0 in nsname, the other named ifname in
+ * the network namespace of pid, with the MAC address mac (NULL: one the
+ * kernel picks). The port on br0 is named after that namespace and ifname.
+ * 0 or -errno (printed). */
+int net_attach(const char *nsname, pid_t pid, const char *ifname, const unsigned char *mac);
+/* In the calling process's network namespace: lo up, ifname with ip/prefix, up. */
+int net_setup_inside(const char *ip, int prefix, const char *ifname);
+/* The MAC address the CDI hook gives the interface of a vRNIC: locally
+ * administered, a hash of the tenant, then the IPv4 address (as Docker
+ * derives its containers' MACs from their addresses). How the hook knows
+ * an interface that has the vRNIC's address as one it made. */
+void net_vrnic_mac(const struct vrnic_info *vi, unsigned char mac[6]);
+/* In the calling process's network namespace: the interface that has the
+ * IPv4 address ip. 1 with its name in ifname (IFNAMSIZ) and its MAC in
+ * mac, 0 when none has it, or -errno. */
+int net_find_addr(const char *ip, char *ifname, unsigned char mac[6]);
+/* In the calling process's network namespace: eth0 if there is none, else
+ * the first of rdma0..rdma7 that does not exist, into ifname (IFNAMSIZ).
+ * 0, or -EEXIST when all of them exist. */
+int net_free_ifname(char *ifname);
 /* Removes every bridge namespace of the state dir (every tenant's), printing
  * each name removed. Returns how many, or -errno. */
 int net_remove_bridges(const char *state_dir);

@@ -6,8 +6,12 @@
  * ({"ociVersion", "id", "pid", "bundle", ...}) on stdin.
  *
  *   NAME   gives the container's network namespace what `unirdma exec`
- *          gives its containers: eth0 on the tenant's bridge with the
- *          vRNIC's address.
+ *          gives its containers: an interface on the tenant's bridge with
+ *          the vRNIC's address, eth0 in a namespace without one (podman
+ *          --network none), else rdma0..rdma7 (a pod's namespace has the
+ *          cluster network's eth0); nothing when an earlier hook of the
+ *          pod gave the namespace that address already (join_netns).
+ *          Refuses the host's network namespace (a hostNetwork pod).
  *   --cni  (device unirdma.io/vrnic=cni) CNI made the network and
  *          unirdma-cni the vRNIC (cni.c), which the spec could not name:
  *          finds the vRNIC whose recorded CNI_NETNS is the container's
@@ -38,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -60,6 +65,7 @@
 #define CONFIG_MAX (16 << 20)   /* the bundle's config.json */
 #define CNI_VRNICS_MAX 8        /* vRNICs of one container (one per unirdma-cni network) */
 #define CNI_DEVDIR "run/unirdma/dev" /* the cni device's tmpfs, under the rootfs */
+#define HOOK_LOCK_MS 10000      /* a pod's other hook holds its netns that long at most */
 
 /* The container's PID and bundle from the OCI state on stdin. 0, or -EINVAL
  * when there is no PID (bundle may stay empty: rootfs_of refuses it). */
@@ -80,22 +86,111 @@ static int read_state(pid_t *pid, char *bundle, size_t len)
 	return *pid ? 0 : -EINVAL;
 }
 
-/* Enters pid's network namespace and sets eth0 up there (net.c). */
-static int setup_in(pid_t pid, const struct vrnic_info *vi)
+/* Whether pid's network namespace is ours or PID 1's: the host's, for a
+ * hook that a runtime runs (a hostNetwork pod, podman --network host).
+ * 1 if so, 0 if not, -errno (printed). */
+static int host_netns(pid_t pid)
 {
+	static const char *const hosts[] = { "/proc/self/ns/net", "/proc/1/ns/net" };
+	char path[64];
+	struct stat c, h;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if (stat(path, &c)) {
+		err = -errno;
+		cli_err("cdi-hook: %s: %s", path, strerror(-err));
+		return err;
+	}
+	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++)
+		if (!stat(hosts[i], &h) && h.st_dev == c.st_dev && h.st_ino == c.st_ino)
+			return 1;
+	return 0;
+}
+
+/* Takes fd's lock within HOOK_LOCK_MS. 0 or -errno (printed). */
+static int lock_netns(int fd)
+{
+	for (int waited = 0; flock(fd, LOCK_EX | LOCK_NB); waited += 20) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			int err = -errno;
+
+			cli_err("cdi-hook: locking the container's network namespace: %s", strerror(-err));
+			return err;
+		}
+		if (waited >= HOOK_LOCK_MS) {
+			cli_err("cdi-hook: the container's network namespace is still locked after %d s "
+				"(another hook of the pod, or a process that holds a flock on it)", HOOK_LOCK_MS / 1000);
+			return -ETIMEDOUT;
+		}
+		usleep(20 * 1000);
+	}
+	return 0;
+}
+
+/* Gives pid's network namespace the vRNIC's address on an interface of
+ * the tenant's bridge (nsname), and says which in vi->ifname:
+ *  - the namespace has the address on an interface with the vRNIC's MAC
+ *    (net_vrnic_mac): an earlier run of this hook made it, for another
+ *    container of the same pod or for this container before it restarted.
+ *    Nothing to add: the containers of a pod share the interface, as they
+ *    share the pod's eth0.
+ *  - the address is on another interface (the pod's network has it):
+ *    refused, a second interface with it would take the first one's
+ *    traffic or lose its own.
+ *  - else a veth with the vRNIC's MAC named eth0 when the namespace has
+ *    none (podman --network none), else rdma0..rdma7, the first free.
+ * Under a flock of the namespace (the nsfs inode every opener shares), so
+ * that two hooks of one pod do not both pick rdma0. Leaves us in pid's
+ * network namespace. 0 or -errno (printed). */
+static int join_netns(pid_t pid, struct vrnic_info *vi, const char *nsname)
+{
+	unsigned char mac[6], have[6];
 	char path[64];
 	int fd, rc;
 
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
-		cli_err("cdi-hook: entering %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -errno;
+	if (fd < 0) {
+		rc = -errno;
+		cli_err("cdi-hook: %s: %s", path, strerror(-rc));
+		return rc;
 	}
-	close(fd);
-	rc = net_setup_inside(vi->ip, vi->prefix);
+	rc = lock_netns(fd);
+	if (rc)
+		goto close_fd;
+	if (setns(fd, CLONE_NEWNET)) {
+		rc = -errno;
+		cli_err("cdi-hook: entering %s: %s", path, strerror(-rc));
+		goto close_fd;
+	}
+	net_vrnic_mac(vi, mac);
+	rc = net_find_addr(vi->ip, vi->ifname, have);
+	if (rc < 0) {
+		cli_err("cdi-hook: the container's addresses: %s", strerror(-rc));
+		goto close_fd;
+	}
+	if (rc == 1) {
+		rc = 0;
+		if (memcmp(mac, have, sizeof(mac))) {
+			cli_err("cdi-hook: vRNIC %s's address %s is on %s in the container's network namespace, "
+				"an interface unirdma did not make: the pod's network and tenant %s's overlap",
+				vi->name, vi->ip, vi->ifname, vi->tenant);
+			rc = -EADDRINUSE;
+		}
+		goto close_fd;
+	}
+	rc = net_free_ifname(vi->ifname);
+	if (rc) {
+		cli_err("cdi-hook: the container's network namespace has eth0 and rdma0..rdma7: "
+			"no interface name is left for vRNIC %s", vi->name);
+		goto close_fd;
+	}
+	rc = net_attach(nsname, pid, vi->ifname, mac);
+	if (!rc)
+		rc = net_setup_inside(vi->ip, vi->prefix, vi->ifname);
+close_fd:
+	close(fd);      /* drops the lock */
 	return rc;
 }
 
@@ -229,14 +324,27 @@ fail:
 	return -1;
 }
 
-static int by_name(const void *a, const void *b)
+/* names[0..n) sorted (the order of our library's devices), each
+ * ifnames[i] staying with its name; n is at most CNI_VRNICS_MAX. */
+static void sort_by_name(char (*names)[64], char (*ifnames)[16], int n)
 {
-	return strcmp(a, b);
+	for (int i = 1; i < n; i++) {
+		for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+			char t[64], u[16];
+
+			memcpy(t, names[j], sizeof(t));
+			memcpy(names[j], names[j - 1], sizeof(t));
+			memcpy(names[j - 1], t, sizeof(t));
+			memcpy(u, ifnames[j], sizeof(u));
+			memcpy(ifnames[j], ifnames[j - 1], sizeof(u));
+			memcpy(ifnames[j - 1], u, sizeof(u));
+		}
+	}
 }
 
 static int cni_hook(pid_t pid, const char *bundle)
 {
-	char root[PATH_MAX], path[64], names[CNI_VRNICS_MAX][64];
+	char root[PATH_MAX], path[64], names[CNI_VRNICS_MAX][64], ifnames[CNI_VRNICS_MAX][16];
 	int trees[CNI_VRNICS_MAX], n, i, opened, devfd, rc = CLI_EXIT_SETUP;
 	struct vrnic_info vis[CNI_VRNICS_MAX];
 	struct stat st;
@@ -248,7 +356,7 @@ static int cni_hook(pid_t pid, const char *bundle)
 		cli_err("cdi-hook --cni: %s: %s", path, strerror(errno));
 		return CLI_EXIT_SETUP;
 	}
-	n = cni_vrnics_of_netns(cli.state_dir, st.st_dev, st.st_ino, names, CNI_VRNICS_MAX);
+	n = cni_vrnics_of_netns(cli.state_dir, st.st_dev, st.st_ino, names, ifnames, CNI_VRNICS_MAX);
 	if (n < 0) {
 		cli_err("cdi-hook --cni: reading %s/%s: %s", cli.state_dir, CNI_RECORD_DIR, strerror(-n));
 		return CLI_EXIT_SETUP;
@@ -259,13 +367,14 @@ static int cni_hook(pid_t pid, const char *bundle)
 			"with this \"stateDir\"", cli.state_dir, CNI_RECORD_DIR);
 		return CLI_EXIT_SETUP;
 	}
-	qsort(names, (size_t)n, sizeof(names[0]), by_name);
+	sort_by_name(names, ifnames, n);
 	/* everything of the host first: the daemon, the regions */
 	for (opened = 0; opened < n; opened++) {
 		char region[sizeof(vis[0].dir) + 8];
 
 		if (vrnic_lookup(names[opened], &vis[opened]))
 			goto close_trees;
+		snprintf(vis[opened].ifname, sizeof(vis[opened].ifname), "%s", ifnames[opened]);
 		snprintf(region, sizeof(region), "%s/region", vis[opened].dir);
 		trees[opened] = (int)syscall(__NR_open_tree, AT_FDCWD, region, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 		if (trees[opened] < 0) {
@@ -325,6 +434,15 @@ static int run_cdi_hook(const struct cli_cmd *cmd, int argc, char **argv)
 	}
 	if (cni)
 		return cni_hook(pid, bundle);
+	/* before anything is asked or made */
+	rc = host_netns(pid);
+	if (rc) {
+		if (rc > 0)
+			cli_err("cdi-hook: the container has the host's network namespace (a hostNetwork pod, "
+				"--network host): vRNIC %s's address would go on the host; the container needs a "
+				"network namespace of its own", argv[first]);
+		return CLI_EXIT_SETUP;
+	}
 	rc = vrnic_lookup(argv[first], &vi);
 	if (rc)
 		return rc;
@@ -332,7 +450,7 @@ static int run_cdi_hook(const struct cli_cmd *cmd, int argc, char **argv)
 		return CLI_EXIT_SETUP;
 	if (net_tenant_bridge(cli_state_dir_resolved(), vi.tenant, nsname, sizeof(nsname)))
 		return CLI_EXIT_SETUP;
-	if (net_attach(nsname, pid) < 0 || setup_in(pid, &vi))
+	if (join_netns(pid, &vi, nsname))
 		return CLI_EXIT_SETUP;
 	/* last: the host's mount namespace is left behind */
 	if (enter_mnt(pid, "cdi-hook") || setup_sys(root, &vi, 1, "cdi-hook"))
@@ -349,20 +467,31 @@ const struct cli_cmd cmd_cdi_hook = {
 	"see unirdmad(8) --cdi-dir): a container runtime runs them with the OCI state\n"
 	"of a new container on stdin. Not meant to be run by hand.\n"
 	"\n"
-	"With NAME (device unirdma.io/vrnic=NAME), it adds eth0 with the address of the\n"
-	"vRNIC NAME to the container's network namespace, on the tenant's bridge, as\n"
-	"`unirdma exec` does. The container must have no eth0 of its own (podman\n"
-	"--network none).\n"
+	"With NAME (device unirdma.io/vrnic=NAME), it adds an interface with the\n"
+	"address of the vRNIC NAME to the container's network namespace, on the\n"
+	"tenant's bridge, as `unirdma exec` does: eth0 when the namespace has no eth0\n"
+	"(podman --network none), else the first free of rdma0..rdma7 (a Kubernetes\n"
+	"pod's namespace has the cluster network's eth0). When the namespace has the\n"
+	"vRNIC's address already on an interface this hook made (another container of\n"
+	"the same pod with the same vRNIC, or this one before a restart), it adds\n"
+	"nothing and uses that interface; on any other interface it fails (the pod's\n"
+	"network and the tenant's overlap). It fails when the container has the host's\n"
+	"network namespace (a hostNetwork pod, --network host): the vRNIC's address\n"
+	"must not go on the host.\n"
 	"\n"
 	"Both forms also cover the container's /sys/class with a read-only tmpfs that\n"
 	"holds the classes sysfs has and the /sys/class/infiniband tree of its vRNIC,\n"
-	"as `unirdma exec` does (UCX needs it). The container must have a sysfs at\n"
-	"/sys (runtimes mount one).\n"
+	"as `unirdma exec` does (UCX needs it; the GID's netdev is the interface with\n"
+	"the vRNIC's address). The container must have a sysfs at /sys (runtimes\n"
+	"mount one).\n"
 	"\n"
 	"With --cni (device unirdma.io/vrnic=cni), the container's network comes from\n"
 	"CNI, and the CNI plugin unirdma-cni made its vRNIC: the hook finds the vRNIC\n"
 	"that unirdma-cni recorded for the container's network namespace and mounts\n"
 	"its region file at /run/unirdma/dev/NAME/region in the container. It fails\n"
-	"(and the container does not start) when there is none.\n",
+	"(and the container does not start) when there is none.\n"
+	"\n"
+	"A failure exits non-zero (125: a setup step) with a message, and the runtime\n"
+	"does not start the container.\n",
 	run_cdi_hook,
 };

@@ -90,7 +90,7 @@ static void net_child(const struct vrnic_info *vi, int ready_w, int go_r, char *
 		_exit(CLI_EXIT_SETUP);          /* the parent said why */
 	close(ready_w);
 	close(go_r);
-	if (net_setup_inside(vi->ip, vi->prefix))
+	if (net_setup_inside(vi->ip, vi->prefix, "eth0"))
 		_exit(CLI_EXIT_SETUP);
 	proc_exec_or_die(argv);
 }
@@ -148,7 +148,7 @@ static int run_on_host(const struct vrnic_info *vi, char **argv, bool net)
 		ready[1] = go[0] = -1;
 		/* only once the child is in its own namespace: the veth's
 		 * peer goes wherever pid's network namespace is */
-		c = read(ready[0], &c, 1) == 1 && net_attach(nsname, pid) == 0 ? 'g' : 'n';
+		c = read(ready[0], &c, 1) == 1 && net_attach(nsname, pid, "eth0", NULL) == 0 ? 'g' : 'n';
 		if (write(go[1], &c, 1) != 1 || c != 'g')
 			cli_err("exec: PROGRAM's network could not be set up");
 	}

@@ -542,6 +542,7 @@ int vrnic_lookup(const char *name, struct vrnic_info *vi)
 	const char *dir;
 	int rc;
 
+	vi->ifname[0] = '\0';
 	snprintf(what, sizeof(what), "vrnic %s", name);
 	rc = admin_request(what, req, false, &resp);
 	json_object_put(req);

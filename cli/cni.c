@@ -383,7 +383,8 @@ static json_object *read_record(const char *path)
 	return o;
 }
 
-int cni_vrnics_of_netns(const char *state_dir, dev_t dev, ino_t ino, char (*names)[64], int max)
+int cni_vrnics_of_netns(const char *state_dir, dev_t dev, ino_t ino, char (*names)[64], char (*ifnames)[16],
+			int max)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 256];
 	struct dirent *e;
@@ -396,7 +397,7 @@ int cni_vrnics_of_netns(const char *state_dir, dev_t dev, ino_t ino, char (*name
 		return errno == ENOENT ? 0 : -errno;
 	while ((e = readdir(dh)) && n < max) {
 		size_t len = strlen(e->d_name);
-		const char *netns, *name;
+		const char *netns, *name, *ifname;
 		json_object *o;
 		struct stat st;
 
@@ -408,8 +409,14 @@ int cni_vrnics_of_netns(const char *state_dir, dev_t dev, ino_t ino, char (*name
 		name = conf_str(o, "vrnic");
 		/* the recorded path names the namespace while the container lives
 		 * (the runtime keeps it mounted); a stale record names none */
-		if (netns && name && strlen(name) < 64 && !stat(netns, &st) && st.st_dev == dev && st.st_ino == ino)
+		if (netns && name && strlen(name) < 64 && !stat(netns, &st) && st.st_dev == dev && st.st_ino == ino) {
+			ifname = conf_str(o, "ifname");
+			/* the interface with the vRNIC's address (Multus: net1, ...) */
+			if (!ifname || !*ifname || strlen(ifname) >= 16 || strpbrk(ifname, "/\n"))
+				ifname = "";
+			snprintf(ifnames[n], 16, "%s", ifname);
 			snprintf(names[n++], 64, "%s", name);
+		}
 		json_object_put(o);
 	}
 	closedir(dh);

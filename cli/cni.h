@@ -22,7 +22,9 @@ char *cni_read_all(int fd, size_t max);
 
 /* The vRNICs unirdma-cni made for the network namespace (dev, ino): the
  * records whose CNI_NETNS is that namespace now. Up to max names into
- * names[i] (64 bytes each). Returns how many, or -errno. */
-int cni_vrnics_of_netns(const char *state_dir, dev_t dev, ino_t ino, char (*names)[64], int max);
+ * names[i] (64 bytes each), the CNI_IFNAME each was made for into ifnames[i]
+ * ("" when the record has none usable). Returns how many, or -errno. */
+int cni_vrnics_of_netns(const char *state_dir, dev_t dev, ino_t ino, char (*names)[64], char (*ifnames)[16],
+			int max);
 
 #endif

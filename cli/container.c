@@ -459,8 +459,9 @@ static int collect(const struct container_spec *spec, struct expose *ex, size_t 
  * RoCE v1 and drops every UD packet, whose GRH area holds an IPv4 header as
  * on RoCE v2. So /sys/class becomes a read-only tmpfs holding a bind of each
  * class sysfs has, plus infiniband/<vRNIC> and infiniband_verbs/uverbs0 as
- * the kernel would show this one port (GIDs ::ffff:<ip>, RoCE v2, eth0, at
- * the indices of abi.h's URD_GID_TBL_LEN layout).  The CDI hook
+ * the kernel would show this one port (GIDs ::ffff:<ip>, RoCE v2, the netdev
+ * that has the address (eth0, or the CDI hook's rdmaN in a pod), at the
+ * indices of abi.h's URD_GID_TBL_LEN layout).  The CDI hook
  * (cmd-cdi.c) builds the same in podman's containers. */
 
 static int put_file(const char *dir, const char *name, const char *fmt, ...)
@@ -525,11 +526,12 @@ static int put_entry0(char *port, size_t l, const char *sub, const char *text)
 static int sys_ib_tree(const char *class, const struct vrnic_info *vi, size_t index)
 {
 	unsigned char a[4];
-	char d[PATH_MAX];
+	char d[PATH_MAX], ndev[sizeof(vi->ifname) + 1];
 	int rc;
 
 	if (inet_pton(AF_INET, vi->ip, a) != 1)
 		return -EINVAL;
+	snprintf(ndev, sizeof(ndev), "%s\n", vi->ifname[0] ? vi->ifname : "eth0");
 	if (snprintf(d, sizeof(d), "%s/infiniband_verbs/uverbs%zu", class, index) >= (int)sizeof(d) - 64)
 		return -ENAMETOOLONG;
 	rc = mkdir_p(d, strlen(class), 0555);
@@ -568,7 +570,7 @@ static int sys_ib_tree(const char *class, const struct vrnic_info *vi, size_t in
 	if (!rc)
 		rc = put_entries(d, l, "/gid_attrs/types", "RoCE v2\n", true);
 	if (!rc)
-		rc = put_entries(d, l, "/gid_attrs/ndevs", "eth0\n", true);
+		rc = put_entries(d, l, "/gid_attrs/ndevs", ndev, true);
 	return rc;
 }
 
@@ -968,7 +970,7 @@ static int init_main(struct init_args *a)
 	if (read(a->sync_r, &go, 1) != 1)
 		return CLI_EXIT_SETUP; /* the parent reported why */
 	close(a->sync_r);
-	if (net_setup_inside(spec->vrnic->ip, spec->vrnic->prefix))
+	if (net_setup_inside(spec->vrnic->ip, spec->vrnic->prefix, "eth0"))
 		return CLI_EXIT_SETUP;
 	/* Last: everything above needed privileges; init and PROGRAM keep none. */
 	if ((rc = sandbox_lockdown())) {
@@ -1065,7 +1067,7 @@ int container_run(const struct container_spec *spec)
 	}
 	close(p[0]);
 	p[0] = -1;
-	if (net_attach(nsname, pid) < 0 ||
+	if (net_attach(nsname, pid, "eth0", NULL) < 0 ||
 	    (spec->pidfile && (rc = write_pidfile(spec->pidfile, pid)) < 0)) {
 		if (spec->pidfile && rc < 0)
 			cli_err("exec: writing %s: %s", spec->pidfile, strerror(-rc));

@@ -4,8 +4,12 @@
  * in the host's: the host namespace gets no interfaces and no addresses.
  *
  *   netns unirdma-<FNV-1a 32 of state dir>-<FNV-1a 64 of tenant>:
- *                           br0 (up), one uxPID port per container of that tenant
- *   each container's netns: lo (up), eth0 = the vRNIC's ip/prefix
+ *                           br0 (up), one port per container interface of that
+ *                           tenant: ux<netns inode, 8 hex digits><ifname>
+ *   each container's netns: lo (up), eth0 = the vRNIC's ip/prefix (exec, and
+ *                           the CDI hook in a namespace without eth0); the CDI
+ *                           hook in a pod's namespace, which has the cluster
+ *                           network's eth0: rdma0..rdma7 (cmd-cdi.c)
  *
  * One bridge namespace per tenant: a tenant is a virtual network, and two
  * tenants may use the same addresses. The tenant program has no
@@ -21,6 +25,7 @@
 #endif
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <ifaddrs.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -210,24 +215,44 @@ int net_tenant_bridge(const char *state_dir, const char *tenant, char *nsname, s
 	return rc;
 }
 
-int net_attach(const char *nsname, pid_t pid)
+int net_attach(const char *nsname, pid_t pid, const char *ifname, const unsigned char *mac)
 {
-	char ns[64], port[IFNAMSIZ], pidstr[16];
+	char ns[64], port[IFNAMSIZ], pidstr[16], path[64], macstr[18];
+	struct stat st;
 	int rc, lock;
 
 	snprintf(ns, sizeof(ns), "%s", nsname);
-	snprintf(port, sizeof(port), "ux%d", (int)pid);
+	/* Named after the container's network namespace, not its PID: the port
+	 * lives as long as that namespace, which a pod keeps after the
+	 * container's init is gone and its PID maybe reused. nsfs inode
+	 * numbers are 32 bits, unique among the namespaces that exist; the
+	 * "ux" is what tests and people look for (cli.sh counts ": ux"). */
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if (stat(path, &st)) {
+		rc = -errno;
+		cli_err("exec: %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (snprintf(port, sizeof(port), "ux%08llx%s", (unsigned long long)st.st_ino, ifname) >= (int)sizeof(port))
+		return -ENAMETOOLONG;
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	if (mac)
+		snprintf(macstr, sizeof(macstr), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+			 mac[4], mac[5]);
 	for (int attempt = 0;; attempt++) {
 		/* IFLA_NET_NS_PID is resolved in our PID namespace: pid is the
 		 * container init's PID as clone() returned it. */
-		rc = IP(attempt ? 0 : PROC_QUIET_STDERR, "-n", ns, "link", "add", port, "master",
-			BRIDGE_NAME, "up", "type", "veth", "peer", "name", "eth0", "netns", pidstr);
+		if (mac)
+			rc = IP(attempt ? 0 : PROC_QUIET_STDERR, "-n", ns, "link", "add", port, "master", BRIDGE_NAME,
+				"up", "type", "veth", "peer", "name", ifname, "address", macstr, "netns", pidstr);
+		else
+			rc = IP(attempt ? 0 : PROC_QUIET_STDERR, "-n", ns, "link", "add", port, "master", BRIDGE_NAME,
+				"up", "type", "veth", "peer", "name", ifname, "netns", pidstr);
 		if (rc == 0)
 			return 0;
 		if (attempt) {
-			cli_err("exec: could not create the veth pair %s/eth0 on %s in network namespace %s",
-				port, BRIDGE_NAME, ns);
+			cli_err("exec: could not create the veth pair %s/%s on %s in network namespace %s",
+				port, ifname, BRIDGE_NAME, ns);
 			return -EIO;
 		}
 		/* Someone removed the namespace or its bridge (net-down): repair once. */
@@ -327,10 +352,10 @@ static int if_set_addr(int sock, const char *ifname, unsigned long req, struct i
 	return 0;
 }
 
-int net_setup_inside(const char *ip, int prefix)
+int net_setup_inside(const char *ip, int prefix, const char *ifname)
 {
 	struct in_addr addr, mask;
-	const char *step = "lo up";
+	const char *step = "up";
 	int sock, rc;
 
 	if (inet_pton(AF_INET, ip, &addr) != 1 || prefix < 0 || prefix > 32) {
@@ -342,20 +367,82 @@ int net_setup_inside(const char *ip, int prefix)
 	if (sock < 0)
 		return -errno;
 	rc = if_up(sock, "lo");
-	if (!rc) {
-		step = "eth0 address";
-		rc = if_set_addr(sock, "eth0", SIOCSIFADDR, addr);
+	if (rc) {
+		ifname = "lo";
+	} else {
+		step = "address";
+		rc = if_set_addr(sock, ifname, SIOCSIFADDR, addr);
 	}
 	if (!rc) {
-		step = "eth0 netmask";
-		rc = if_set_addr(sock, "eth0", SIOCSIFNETMASK, mask);
+		step = "netmask";
+		rc = if_set_addr(sock, ifname, SIOCSIFNETMASK, mask);
 	}
 	if (!rc) {
-		step = "eth0 up";
-		rc = if_up(sock, "eth0");
+		step = "up";
+		rc = if_up(sock, ifname);
 	}
 	if (rc)
-		cli_err("exec: network setup in the container (%s): %s", step, strerror(-rc));
+		cli_err("exec: network setup in the container (%s %s): %s", ifname, step, strerror(-rc));
 	close(sock);
 	return rc;
+}
+
+void net_vrnic_mac(const struct vrnic_info *vi, unsigned char mac[6])
+{
+	uint32_t h = fnv1a(vi->tenant);
+	struct in_addr a = { 0 };
+
+	inet_pton(AF_INET, vi->ip, &a);
+	mac[0] = (unsigned char)((h & 0xfc) | 0x02); /* locally administered, unicast */
+	mac[1] = (unsigned char)(h >> 8);
+	memcpy(mac + 2, &a.s_addr, 4);                /* network order: the address as written */
+}
+
+int net_find_addr(const char *ip, char *ifname, unsigned char mac[6])
+{
+	struct ifaddrs *ifa, *i;
+	struct in_addr want;
+	int rc = 0;
+
+	if (inet_pton(AF_INET, ip, &want) != 1)
+		return -EINVAL;
+	if (getifaddrs(&ifa))
+		return -errno;
+	for (i = ifa; i; i = i->ifa_next) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)i->ifa_addr;
+
+		if (!sin || sin->sin_family != AF_INET || sin->sin_addr.s_addr != want.s_addr)
+			continue;
+		snprintf(ifname, IFNAMSIZ, "%s", i->ifa_name);
+		rc = 1;
+		break;
+	}
+	freeifaddrs(ifa);
+	if (rc == 1) {
+		struct ifreq ifr = { 0 };
+		int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+		if (sock < 0 || ioctl(sock, SIOCGIFHWADDR, &ifr) < 0)
+			rc = -errno;
+		else
+			memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+		if (sock >= 0)
+			close(sock);
+	}
+	return rc;
+}
+
+int net_free_ifname(char *ifname)
+{
+	if (!if_nametoindex("eth0") && errno == ENODEV) {
+		snprintf(ifname, IFNAMSIZ, "eth0");
+		return 0;
+	}
+	for (int i = 0; i < 8; i++) {
+		snprintf(ifname, IFNAMSIZ, "rdma%d", i);
+		if (!if_nametoindex(ifname) && errno == ENODEV)
+			return 0;
+	}
+	return -EEXIST;
 }

@@ -4,7 +4,8 @@
  * unirdma.io/vrnic and answers Allocate with their CDI names, so that a CDI
  * runtime (containerd >= 1.7, CRI-O) applies the spec the daemon keeps
  * (daemon/cdi.c): the vRNIC's region file, our library, the hook that gives
- * the container eth0 on the tenant's bridge.
+ * the container an interface on the tenant's bridge (eth0, or rdma0 in a
+ * pod's namespace, which has the cluster network's eth0).
  *
  *   kubelet                                   this plugin
  *   Registration/Register on kubelet.sock <-- RegisterRequest (version, our
@@ -21,6 +22,17 @@
  * made for a pod (STATE/cni/NAME.json: they belong to that pod's network
  * namespace), names that are no valid CDI device name, and with --tenant
  * other tenants' vRNICs.
+ *
+ * With --cni-pool N the plugin offers instead N tokens cni-0..cni-(N-1)
+ * under a resource of its own (default unirdma.io/vrnic-cni) and answers
+ * Allocate for any of them with the one CDI device unirdma.io/vrnic=cni,
+ * whose hook brings the vRNIC that unirdma-cni made for the pod (a pod on
+ * a Multus network of unirdma-cni cannot name its vRNIC beforehand: CNI
+ * ADD makes it after the devices were allocated).  N bounds how many
+ * containers of the node have that device at once; all are Healthy while
+ * the daemon answers.  One resource per process: kubelet takes one
+ * resource per registration, and a second instance (--cni-pool) keeps
+ * this one's single registration, socket and list.
  *
  * Kubelet removes every plugin socket when it starts and then creates
  * kubelet.sock: inotify on the kubelet directory (and a check every tick)
@@ -54,7 +66,8 @@
 #define CDI_ANNOTATION "cdi.k8s.io/unirdma_"    /* + the first device ID of a container */
 #define CNI_DEVICE "cni"                        /* the CDI device of unirdma-cni's pods */
 #define NAME_MAX_LEN 32                         /* the daemon's vRNIC name limit */
-#define MAX_DEVS 256
+#define MAX_DEVS 256                            /* also the largest --cni-pool */
+#define CNI_RESOURCE "unirdma.io/vrnic-cni"     /* --cni-pool's default resource */
 #define MAX_WATCHERS 16
 #define MAX_CONTAINERS 64                       /* container requests in one call */
 #define POLL_MS 500
@@ -79,8 +92,13 @@ static const char usage_text[] =
 	"  --state-dir DIR    the daemon's state directory (default /run/unirdma)\n"
 	"  --kubelet-dir DIR  kubelet's device plugin directory\n"
 	"                     (default /var/lib/kubelet/device-plugins)\n"
-	"  --resource NAME    the resource to register (default unirdma.io/vrnic)\n"
+	"  --resource NAME    the resource to register (default unirdma.io/vrnic;\n"
+	"                     with --cni-pool " CNI_RESOURCE ")\n"
 	"  --tenant TENANT    offer only this tenant's vRNICs\n"
+	"  --cni-pool N       offer instead N devices cni-0..cni-<N-1> (1 to 256; 0: off,\n"
+	"                     the default), each allocated as " CDI_KIND "=" CNI_DEVICE ":\n"
+	"                     for pods whose vRNIC unirdma-cni makes (Multus); run it\n"
+	"                     as a second plugin beside the one for named vRNICs\n"
 	"  --help             this text\n"
 	"\n"
 	"Runs until SIGTERM or SIGINT (exit 0; its socket is removed). Exit codes:\n"
@@ -89,6 +107,8 @@ static const char usage_text[] =
 
 static struct {
 	const char *state_dir, *kubelet_dir, *resource, *tenant;
+	int cni_pool;                   /* > 0: offer cni-0..cni-(cni_pool - 1) */
+	bool resource_set;              /* --resource given: --cni-pool keeps it */
 } opt = {
 	.state_dir = "/run/unirdma",
 	.kubelet_dir = "/var/lib/kubelet/device-plugins",
@@ -163,6 +183,9 @@ static const char *printable(const uint8_t *s, size_t len, char *buf, size_t buf
 	buf[o] = '\0';
 	return buf;
 }
+
+/* What a device is, in log lines and errors. */
+#define WHAT (opt.cni_pool ? "device" : "vRNIC")
 
 /* ------------------------------------------------------------ names */
 
@@ -397,6 +420,15 @@ static int daemon_devices(struct dev *out, int *n, char *err, size_t errlen)
 		return -EPROTO;
 	}
 	*n = 0;
+	if (opt.cni_pool) {             /* the daemon answers: its cni device is there */
+		for (int i = 0; i < opt.cni_pool; i++) {
+			snprintf(out[*n].id, sizeof(out[*n].id), CNI_DEVICE "-%d", i);
+			out[(*n)++].healthy = true;
+		}
+		json_object_put(ans);
+		qsort(out, (size_t)*n, sizeof(*out), dev_cmp);
+		return 0;
+	}
 	len = json_object_array_length(arr);
 	for (size_t i = 0; i < len; i++) {
 		struct json_object *v = json_object_array_get_idx(arr, i);
@@ -493,8 +525,8 @@ static void refresh(void)
 			return;
 		}
 		if (dp.daemon_up || !dp.daemon_seen)
-			dp_log("unirdmad at %s does not answer (%s): %d vRNIC%s Unhealthy", dp.admin_sock, err,
-			       dp.ndevs, dp.ndevs == 1 ? "" : "s");
+			dp_log("unirdmad at %s does not answer (%s): %d %s%s Unhealthy", dp.admin_sock, err,
+			       dp.ndevs, WHAT, dp.ndevs == 1 ? "" : "s");
 		dp.daemon_up = false;
 		dp.daemon_seen = true;
 		for (i = 0; i < dp.ndevs; i++) {
@@ -507,7 +539,7 @@ static void refresh(void)
 	}
 	dp.failures = 0;
 	if (!dp.daemon_up)
-		dp_log("unirdmad at %s answers: %d vRNIC%s to offer", dp.admin_sock, n, n == 1 ? "" : "s");
+		dp_log("unirdmad at %s answers: %d %s%s to offer", dp.admin_sock, n, WHAT, n == 1 ? "" : "s");
 	dp.daemon_up = true;
 	dp.daemon_seen = true;
 	/* both sorted: one merge pass names what came, went or changed */
@@ -515,14 +547,14 @@ static void refresh(void)
 		int c = i == dp.ndevs ? 1 : j == n ? -1 : strcmp(dp.devs[i].id, fresh[j].id);
 
 		if (c < 0) {
-			dp_log("vRNIC %s is gone", dp.devs[i].id);
+			dp_log("%s %s is gone", WHAT, dp.devs[i].id);
 			i++;
 		} else if (c > 0) {
-			dp_log("vRNIC %s is offered (%s)", fresh[j].id, fresh[j].healthy ? "Healthy" : "Unhealthy");
+			dp_log("%s %s is offered (%s)", WHAT, fresh[j].id, fresh[j].healthy ? "Healthy" : "Unhealthy");
 			j++;
 		} else {
 			if (dp.devs[i].healthy != fresh[j].healthy)
-				dp_log("vRNIC %s is %s", fresh[j].id, fresh[j].healthy ? "Healthy" : "Unhealthy");
+				dp_log("%s %s is %s", WHAT, fresh[j].id, fresh[j].healthy ? "Healthy" : "Unhealthy");
 			else
 				c = 2;  /* unchanged */
 			i++, j++;
@@ -583,7 +615,7 @@ static void h_list_and_watch(struct grpc_call *call, const uint8_t *msg, size_t 
 	}
 	dp.watchers[dp.nwatchers++] = call;
 	grpc_stream_open(call, watch_closed, NULL);
-	dp_log("ListAndWatch: a stream opened (%d open): %d vRNIC%s", dp.nwatchers, dp.ndevs,
+	dp_log("ListAndWatch: a stream opened (%d open): %d %s%s", dp.nwatchers, dp.ndevs, WHAT,
 	       dp.ndevs == 1 ? "" : "s");
 	encode_list(&out);
 	send_list(call, &out);
@@ -635,14 +667,16 @@ static int allocate_one(const uint8_t *msg, size_t len, int nth, struct pb_buf *
 			return GRPC_INVALID_ARGUMENT;
 		}
 		if (!dp.devs[d].healthy) {
-			snprintf(err, errlen, "vRNIC %s is not healthy (%s)", dp.devs[d].id,
+			snprintf(err, errlen, "%s %s is not healthy (%s)", WHAT, dp.devs[d].id,
 				 dp.daemon_up ? "failed" : "unirdmad does not answer");
 			return GRPC_UNAVAILABLE;
 		}
 		taken[d] = true;
 		if (!nids++)
 			snprintf(key, sizeof(key), CDI_ANNOTATION "%s", dp.devs[d].id);
-		snprintf(name, sizeof(name), CDI_KIND "=%s", dp.devs[d].id);
+		else if (opt.cni_pool)
+			continue;       /* one device brings all of the pod's CNI vRNICs */
+		snprintf(name, sizeof(name), CDI_KIND "=%s", opt.cni_pool ? CNI_DEVICE : dp.devs[d].id);
 		/* at most MAX_DEVS names, each once: names cannot overflow */
 		nlen += (size_t)snprintf(names + nlen, sizeof(names) - nlen, "%s%s", nlen ? "," : "", name);
 		pb_put_string(&cdi, 1, name);
@@ -1014,10 +1048,13 @@ static int parse_options(int argc, char **argv)
 		{ "kubelet-dir", required_argument, NULL, 'k' },
 		{ "resource", required_argument, NULL, 'r' },
 		{ "tenant", required_argument, NULL, 't' },
+		{ "cni-pool", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *why;
+	char *end;
+	long pool;
 	int c;
 
 	opterr = 0;
@@ -1031,9 +1068,20 @@ static int parse_options(int argc, char **argv)
 			break;
 		case 'r':
 			opt.resource = optarg;
+			opt.resource_set = true;
 			break;
 		case 't':
 			opt.tenant = optarg;
+			break;
+		case 'c':
+			errno = 0;
+			pool = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || pool < 0 || pool > MAX_DEVS) {
+				fprintf(stderr, "unirdma-device-plugin: --cni-pool %s: not a number from 0 to %d\n",
+					optarg, MAX_DEVS);
+				return EXIT_USAGE;
+			}
+			opt.cni_pool = (int)pool;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -1067,6 +1115,13 @@ static int parse_options(int argc, char **argv)
 		fprintf(stderr, "unirdma-device-plugin: a directory name is too long\n");
 		return EXIT_USAGE;
 	}
+	if (opt.cni_pool && opt.tenant) {
+		fprintf(stderr, "unirdma-device-plugin: --cni-pool and --tenant: the tenant of a CNI vRNIC is its "
+			"network's (the conflist's), not the plugin's\n");
+		return EXIT_USAGE;
+	}
+	if (opt.cni_pool && !opt.resource_set)
+		opt.resource = CNI_RESOURCE;
 	why = bad_resource(opt.resource);
 	if (why || strlen(opt.resource) > 200) {
 		fprintf(stderr, "unirdma-device-plugin: --resource %s: %s\n", opt.resource,
@@ -1169,6 +1224,9 @@ int main(int argc, char **argv)
 	setup_names();
 	dp_log("starting: state dir %s, kubelet dir %s, resource %s%s%s", opt.state_dir, opt.kubelet_dir,
 	       opt.resource, opt.tenant ? ", tenant " : "", opt.tenant ? opt.tenant : "");
+	if (opt.cni_pool)
+		dp_log("offering %d device%s " CNI_DEVICE "-0..%d, each allocated as " CDI_KIND "=" CNI_DEVICE,
+		       opt.cni_pool, opt.cni_pool == 1 ? "" : "s", opt.cni_pool - 1);
 	if (setup())
 		return 1;
 	for (;;) {

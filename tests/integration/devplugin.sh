@@ -4,22 +4,34 @@
 # against a fake kubelet (tests/tools/fake_kubelet.py: Debian's python3-grpcio,
 # stubs compiled from tests/tools/deviceplugin.proto by python3-grpc-tools).
 #   register_list  vRNICs of two tenants, a VM vRNIC, a CNI pod's vRNIC and
-#                  names that are no CDI device; two plugins (all tenants; only
+#                  names that are no CDI device; three plugins (all tenants; only
 #                  t2 under its own resource, under valgrind when there is no
-#                  sanitizer build): each registers as kubelet wants it and
+#                  sanitizer build; --cni-pool 3 under unirdma.io/vrnic-cni,
+#                  whose Allocate gives the daemon's device unirdma.io/vrnic=cni
+#                  for any of cni-0..cni-2): each registers as kubelet wants it and
 #                  lists exactly its vRNICs; a vRNIC created or deleted shows
 #                  within 2 s; Allocate gives the CDI names (devices of the
 #                  daemon's spec file) in cdi_devices and the CDI annotation,
 #                  INVALID_ARGUMENT for IDs it does not offer;
 #                  GetPreferredAllocation, PreStartContainer; hostile bytes on
 #                  the socket (fake_kubelet.py abuse); a kubelet restart
-#                  (sockets removed, kubelet.sock anew): both register again;
+#                  (sockets removed, kubelet.sock anew): all register again;
 #                  the daemon stops: all Unhealthy within 2 s, and back;
 #                  SIGTERM: exit 0, socket gone
 #   podman         as a CDI runtime applies the names: the fake kubelet
 #                  allocates two vRNICs, podman runs two containers with
 #                  --device <the names Allocate gave> and Debian's
 #                  ibv_rc_pingpong between them
+#   pod            the same in namespaces that have a cluster network's eth0
+#                  (a podman CNI network of the bridge plugin alone, as pods
+#                  have): the hook gives the vRNIC rdma0 (eth0 stays the
+#                  CNI's; the GID's netdev in /sys/class/infiniband is
+#                  rdma0), ibv_rc_pingpong between two such containers;
+#                  a second container in the first one's namespace (a pod's
+#                  second container) with the same vRNIC adds nothing and
+#                  uses rdma0, one with another vRNIC gets rdma1; the hook
+#                  run on the host's namespace (a hostNetwork pod) fails
+#                  and adds nothing
 #   fuzz           the libFuzzer target k8s/fuzz/fuzz_devplugin (HTTP/2, gRPC
 #                  framing, each method's protobuf; make devplugin-fuzz, clang)
 #                  on its seeds, then for $UNIRDMA_FUZZ_TIME s (default 5)
@@ -159,10 +171,17 @@ case_register_list() {
 	rc=$?
 	say "  --tenant-x: exit $rc: $(head -n 1 "$WORK/usage.out")"
 	check "an unknown option: exit 2 and a message" bash -c "[ $rc = 2 ] && grep -q 'unknown option --tenant-x' '$WORK/usage.out'"
+	"$PLUGIN" --state-dir "$STATE" --cni-pool 257 >"$WORK/usage.out" 2>&1
+	rc=$?
+	"$PLUGIN" --state-dir "$STATE" --cni-pool 2 --tenant t1 >>"$WORK/usage.out" 2>&1
+	rc=$rc/$?
+	sed 's/^/  /' "$WORK/usage.out"
+	check "--cni-pool 257, --cni-pool with --tenant: exit 2 ($rc)" bash -c "[ $rc = 2/2 ] &&
+		grep -q 'not a number from 0 to 256' '$WORK/usage.out' && grep -q 'cni-pool and --tenant' '$WORK/usage.out'"
 	start_kubelet
 	t0=$(now)
 	start_plugin all --
-	local pid_all=$PLUGIN_PID pid_t2
+	local pid_all=$PLUGIN_PID pid_t2 pid_cni cni=$KDIR/unirdma.io-vrnic-cni.sock
 	if command -v valgrind >/dev/null && ! ldd "$PLUGIN" | grep -q libasan; then
 		vg=(valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite
 			--show-leak-kinds=definite --log-file="$WORK/t2.valgrind")
@@ -170,6 +189,8 @@ case_register_list() {
 	fi
 	start_plugin t2 ${vg[@]+"${vg[@]}"} -- --tenant t2 --resource unirdma.io/vrnic-t2
 	pid_t2=$PLUGIN_PID
+	start_plugin cni -- --cni-pool 3
+	pid_cni=$PLUGIN_PID
 
 	check "registers: v1beta1, its socket's name, the resource, GetPreferredAllocation" bash -c \
 		"out=\$('$PY' '$FAKE' wait-register '$EVENTS' unirdma.io/vrnic --since $t0 --within 5) && echo \"  \$out\" &&
@@ -181,6 +202,11 @@ case_register_list() {
 	check "kubelet got the options during Register" grep -Eq '^\{"ev": "options", "t": [0-9.]+, "resource": "unirdma.io/vrnic", "pre_start_required": false, "get_preferred_allocation_available": true' "$EVENTS"
 	check "ListAndWatch: exactly a1 a2 b1" fk wait "$EVENTS" unirdma.io/vrnic "a1:Healthy a2:Healthy b1:Healthy" --since "$t0" --within 5
 	check "--tenant t2: exactly b1" fk wait "$EVENTS" unirdma.io/vrnic-t2 "b1:Healthy" --since "$t0" --within 10
+	check "--cni-pool 3 registers unirdma.io/vrnic-cni on its own socket" bash -c \
+		"out=\$('$PY' '$FAKE' wait-register '$EVENTS' unirdma.io/vrnic-cni --since $t0 --within 5) && echo \"  \$out\" &&
+		 grep -q 'endpoint=unirdma.io-vrnic-cni.sock resource=unirdma.io/vrnic-cni' <<<\"\$out\""
+	check "--cni-pool 3: exactly cni-0 cni-1 cni-2" fk wait "$EVENTS" unirdma.io/vrnic-cni \
+		"cni-0:Healthy cni-1:Healthy cni-2:Healthy" --since "$t0" --within 5
 
 	t0=$(now)
 	"$UNIRDMA" vrnic create a3 --tenant t1 --ip "$n.3/24" >/dev/null
@@ -210,6 +236,20 @@ case_register_list() {
 	check "Allocate b1 from the t2 plugin" out_is "container 0 cdi unirdma.io/vrnic=b1"
 	alloc_out "$all" a1,a1
 	check "Allocate a1 twice in one container: INVALID_ARGUMENT" grep -q '^error INVALID_ARGUMENT' "$WORK/alloc.out"
+	say "  Allocate [cni-1] [cni-0,cni-2] from the --cni-pool plugin:"
+	alloc_out "$cni" cni-1 cni-0,cni-2
+	check "container 0: cdi_devices unirdma.io/vrnic=cni, its annotation" bash -c \
+		"grep -qxF 'container 0 cdi unirdma.io/vrnic=cni' '$WORK/alloc.out' &&
+		 grep -qxF 'container 0 annotation cdi.k8s.io/unirdma_cni-1=unirdma.io/vrnic=cni' '$WORK/alloc.out'"
+	check "container 1 (two IDs): the device once" bash -c \
+		"grep -qxF 'container 1 cdi unirdma.io/vrnic=cni' '$WORK/alloc.out' &&
+		 grep -qxF 'container 1 annotation cdi.k8s.io/unirdma_cni-0=unirdma.io/vrnic=cni' '$WORK/alloc.out'"
+	check "unirdma.io/vrnic=cni is the device of the daemon's cni spec" \
+		in_spec "$CDI_TMP/cdi/unirdma-$(fnv1a 32 "$STATE")-cni.json" unirdma.io/vrnic=cni
+	for vr in a1 cni-3 cni; do
+		alloc_out "$cni" "$vr"
+		check "Allocate $vr from the --cni-pool plugin: INVALID_ARGUMENT" grep -q '^error INVALID_ARGUMENT' "$WORK/alloc.out"
+	done
 	check "GetPreferredAllocation: must_include first, then the available ones" bash -c \
 		"'$PY' '$FAKE' call '$all' preferred a1,a2,b1 b1 2 | grep -qx 'preferred b1,a1'"
 	check "PreStartContainer" bash -c "'$PY' '$FAKE' call '$all' prestart a1 | grep -qx 'prestart ok'"
@@ -225,10 +265,11 @@ case_register_list() {
 	kill -TERM "$KUBELET_PID"
 	wait "$KUBELET_PID" 2>/dev/null
 	start_kubelet 2
-	check "both plugins register again" bash -c \
+	check "the three plugins register again" bash -c \
 		"'$PY' '$FAKE' wait-register '$EVENTS' unirdma.io/vrnic --since $t0 --within 5 &&
-		 '$PY' '$FAKE' wait-register '$EVENTS' unirdma.io/vrnic-t2 --since $t0 --within 10"
-	check "and serve their sockets again" bash -c "[ -S '$all' ] && [ -S '$t2' ]"
+		 '$PY' '$FAKE' wait-register '$EVENTS' unirdma.io/vrnic-t2 --since $t0 --within 10 &&
+		 '$PY' '$FAKE' wait-register '$EVENTS' unirdma.io/vrnic-cni --since $t0 --within 5"
+	check "and serve their sockets again" bash -c "[ -S '$all' ] && [ -S '$t2' ] && [ -S '$cni' ]"
 	check "the new kubelet gets the lists" bash -c \
 		"'$PY' '$FAKE' wait '$EVENTS' unirdma.io/vrnic 'a1:Healthy a2:Healthy b1:Healthy' --since $t0 --within 5 &&
 		 '$PY' '$FAKE' wait '$EVENTS' unirdma.io/vrnic-t2 b1:Healthy --since $t0 --within 10"
@@ -238,8 +279,12 @@ case_register_list() {
 	wait "$DAEMON_PID" 2>/dev/null
 	check "the daemon stops: all Unhealthy within 2 s" fk wait "$EVENTS" unirdma.io/vrnic "a1:Unhealthy a2:Unhealthy b1:Unhealthy" --since "$t0"
 	check "the t2 plugin's too" fk wait "$EVENTS" unirdma.io/vrnic-t2 "b1:Unhealthy" --since "$t0" --within 3
+	check "and the --cni-pool plugin's" fk wait "$EVENTS" unirdma.io/vrnic-cni \
+		"cni-0:Unhealthy cni-1:Unhealthy cni-2:Unhealthy" --since "$t0" --within 3
 	alloc_out "$all" a1
 	check "Allocate while the daemon is down: UNAVAILABLE" grep -q '^error UNAVAILABLE' "$WORK/alloc.out"
+	alloc_out "$cni" cni-0
+	check "  from the --cni-pool plugin too" grep -q '^error UNAVAILABLE' "$WORK/alloc.out"
 	umount -l "$STATE"/vrnics/*/ 2>/dev/null
 	umount -l "$STATE/vrnics" 2>/dev/null
 	t0=$(now)
@@ -248,6 +293,8 @@ case_register_list() {
 	for ((rc = 0; rc < 100; rc++)); do "$UNIRDMA" daemon ping >/dev/null 2>&1 && break; sleep 0.05; done
 	"$UNIRDMA" vrnic create a1 --tenant t1 --ip "$n.1/24" >/dev/null
 	check "a new daemon with a1: a1 alone, Healthy" fk wait "$EVENTS" unirdma.io/vrnic "a1:Healthy" --since "$t0" --within 3
+	check "  the pool Healthy again" fk wait "$EVENTS" unirdma.io/vrnic-cni \
+		"cni-0:Healthy cni-1:Healthy cni-2:Healthy" --since "$t0" --within 3
 
 	stop_plugin "$pid_all"
 	rc=$?
@@ -257,7 +304,10 @@ case_register_list() {
 	rc=$?
 	check "the t2 plugin: exit 0 ($rc)${vg[*]:+, valgrind found nothing}" test "$rc" = 0
 	[ -s "$WORK/t2.valgrind" ] && sed 's/^/  valgrind | /' "$WORK/t2.valgrind" | head -n 40
-	check "the kubelet saw both streams end" bash -c "[ \$(grep -c '\"ev\": \"stream_end\"' '$EVENTS') -ge 2 ]"
+	stop_plugin "$pid_cni"
+	rc=$?
+	check "the --cni-pool plugin: exit 0 ($rc), its socket gone" bash -c "[ $rc = 0 ] && [ ! -e '$cni' ]"
+	check "the kubelet saw the three streams end" bash -c "[ \$(grep -c '\"ev\": \"stream_end\"' '$EVENTS') -ge 3 ]"
 	check "the plugins logged each event" bash -c "grep -q 'vRNIC a3 is offered' '$WORK/all.plugin.log' &&
 		grep -q 'vRNIC a3 is gone' '$WORK/all.plugin.log' && grep -q 'is gone (kubelet restarted?)' '$WORK/all.plugin.log' &&
 		grep -q 'vRNIC bad- is not offered' '$WORK/all.plugin.log'"
@@ -271,10 +321,10 @@ case_register_list() {
 IMAGE=localhost/unirdma-test:devplugin
 LABEL=unirdma-test=devplugin-$$
 PODMAN=(podman --runtime runc)
-RUN_OPTS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768 --network none
-	-v /usr:/usr:ro --label "$LABEL")
-[ -n "${UNIRDMA_EXEC_PRELOAD:-}" ] && RUN_OPTS+=(-e "LD_PRELOAD=$UNIRDMA_EXEC_PRELOAD")
-[ -n "${ASAN_OPTIONS:-}" ] && RUN_OPTS+=(-e "ASAN_OPTIONS=$ASAN_OPTIONS")
+BASE_OPTS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768 -v /usr:/usr:ro --label "$LABEL")
+[ -n "${UNIRDMA_EXEC_PRELOAD:-}" ] && BASE_OPTS+=(-e "LD_PRELOAD=$UNIRDMA_EXEC_PRELOAD")
+[ -n "${ASAN_OPTIONS:-}" ] && BASE_OPTS+=(-e "ASAN_OPTIONS=$ASAN_OPTIONS")
+RUN_OPTS=("${BASE_OPTS[@]}" --network none)
 SYS_CDI=/var/run/cdi  # podman 4.3 reads specs only there and in /etc/cdi
 [ -d "$SYS_CDI" ] && SYS_CDI_WAS_THERE=1 || SYS_CDI_WAS_THERE=0
 
@@ -350,6 +400,148 @@ case_podman() {
 	checks_result
 }
 
+# ---- pod ----------------------------------------------------------------------
+
+[ -d /var/lib/cni ] && CNI_LIB_WAS_THERE=1 || CNI_LIB_WAS_THERE=0
+IP_FORWARD=$(cat /proc/sys/net/ipv4/ip_forward)
+
+# the pod network: a CNI network of the bridge plugin alone (no gateway, no
+# masquerading: no iptables rule), named to podman by a private
+# containers.conf (cni.sh does the same with unirdma-cni chained)
+pod_net_setup() {
+	NET=urdpod$SUBNET BRIDGE=urdpod$SUBNET
+	PODMAN=(env CONTAINERS_CONF="$WORK/containers.conf" podman --runtime runc)
+	CLEANUP_HOOKS+=(pod_net_cleanup)
+	mkdir -p "$WORK/net.d" "$WORK/ipam" || die "mkdir failed"
+	cat >"$WORK/net.d/$NET.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$NET",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": false,
+      "ipMasq": false,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{ "subnet": "10.78.$SUBNET.0/24" }]],
+        "dataDir": "$WORK/ipam"
+      }
+    }
+  ]
+}
+EOF
+	cat >"$WORK/containers.conf" <<EOF
+[engine]
+runtime = "runc"
+[network]
+network_backend = "cni"
+network_config_dir = "$WORK/net.d"
+cni_plugin_dirs = ["/usr/lib/cni"]
+EOF
+}
+
+pod_net_cleanup() {
+	"${PODMAN[@]}" rm -f --filter "label=$LABEL" >/dev/null 2>&1
+	ip link del "$BRIDGE" 2>/dev/null
+	echo "$IP_FORWARD" >/proc/sys/net/ipv4/ip_forward
+	rm -f /var/lib/cni/results/"$NET"-* 2>/dev/null
+	[ "$CNI_LIB_WAS_THERE" = 1 ] || { rmdir /var/lib/cni/results 2>/dev/null; rmdir /var/lib/cni 2>/dev/null; }
+	return 0
+}
+
+# hook_marks IP [BRIDGE-NETNS]: what the hook would add: the host's
+# interfaces named eth0 or rdma0..7, any with the address IP, and the ports
+# of the tenant's bridge (its namespace when there is one)
+hook_marks() {
+	ip -o link show | awk -F': ' '{ sub("@.*", "", $2) } $2 ~ /^(eth0|rdma[0-7])$/ { print $2 }'
+	ip -o -4 addr show | grep -F " inet $1/"
+	[ -z "${2:-}" ] || ip -n "$2" -o link show | awk -F': ' '{ print $2 }'
+}
+
+# pod_ifs FILE: "IF ADDR/PREFIX" of each IPv4 address in the output of `ip -4 -o addr show`
+pod_ifs() { awk '$3 == "inet" { print $2, $4 }' "$1"; }
+
+# ip_of_pod NAME: the container's address on the pod network
+ip_of_pod() { "${PODMAN[@]}" inspect -f "{{(index .NetworkSettings.Networks \"$NET\").IPAddress}}" "$1" 2>/dev/null; }
+
+case_pod() {
+	require_prog podman runc ibv_rc_pingpong
+	[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] ||
+		skip "containernetworking-plugins is not installed (scripts/install-deps.sh)"
+	dp_setup --cdi-dir "$SYS_CDI"
+	CLEANUP_HOOKS+=(devplugin_podman_cleanup)
+	pod_net_setup
+	make_image
+	local n=10.77.$SUBNET sock=$KDIR/unirdma.io-vrnic.sock t0 name_a name_b name_c rc src brns before after out vr
+	local opts=("${BASE_OPTS[@]}" --network "$NET") sys=/sys/class/infiniband
+	for vr in pa:1 pb:2 pc:3; do
+		"$UNIRDMA" vrnic create "${vr%:*}" --tenant t1 --ip "$n.${vr#*:}/24" >/dev/null || return 1
+	done
+	start_kubelet
+	t0=$(now)
+	start_plugin all --
+	local pid=$PLUGIN_PID
+	check "the plugin lists pa, pb and pc" fk wait "$EVENTS" unirdma.io/vrnic "pa:Healthy pb:Healthy pc:Healthy" \
+		--since "$t0" --within 5
+	name_a=$(cdi_of "$sock" pa) name_b=$(cdi_of "$sock" pb) name_c=$(cdi_of "$sock" pc)
+	say "  Allocate: pa -> '$name_a', pb -> '$name_b', pc -> '$name_c'"
+
+	# a hostNetwork pod: the hook is given a process of the host's namespace
+	brns=$(ip netns list | awk -v p="unirdma-$(fnv1a 32 "$STATE")-" 'index($1, p) == 1 { print $1 }')
+	before=$(hook_marks "$n.1" "$brns")
+	out=$(echo '{"pid": '$$', "bundle": "/tmp/x"}' | "$UNIRDMA" --state-dir "$STATE" cdi-hook pa 2>&1)
+	rc=$?
+	after=$(hook_marks "$n.1" "$brns")
+	say "  cdi-hook pa on the host's namespace: exit $rc: $out"
+	check "the hook refuses the host's network namespace (exit $rc)" \
+		bash -c "[ $rc != 0 ] && grep -q \"the container has the host's network namespace\" <<<\"\$1\"" _ "$out"
+	check "  and adds nothing, to the host or a bridge namespace" test "$before" = "$after"
+
+	say "+ pod s ($NET, --device $name_a): ibv_rc_pingpong -g 0 -n 200"
+	"${PODMAN[@]}" run -d --name s$$ "${opts[@]}" --device "$name_a" "$IMAGE" sh -c \
+		"ip -4 -o addr show; echo ndev \$(cat $sys/pa/ports/1/gid_attrs/ndevs/0); exec ibv_rc_pingpong -g 0 -n 200" \
+		>/dev/null 2>"$WORK/s.err" || { say "  podman run: $(cat "$WORK/s.err")"; return 1; }
+	server_up s$$ 18515 || { say "  the server did not listen: $("${PODMAN[@]}" logs s$$ 2>&1 | tail -n 3)"; return 1; }
+	"${PODMAN[@]}" logs s$$ >"$WORK/s.head" 2>&1
+	pod_ifs "$WORK/s.head" | sed 's/^/  s | /'
+	check "s: eth0 is the CNI network's ($(ip_of_pod s$$)), rdma0 has pa's address" \
+		test "$(pod_ifs "$WORK/s.head" | grep -v '^lo ' | sort)" = "$(printf 'eth0 %s/24\nrdma0 %s/24' "$(ip_of_pod s$$)" "$n.1")"
+	check "s: the GID's netdev is rdma0" grep -qx 'ndev rdma0' "$WORK/s.head"
+
+	# the pod's other containers join s's namespace
+	out=$(timeout 60 "${PODMAN[@]}" run --rm "${BASE_OPTS[@]}" --network container:s$$ --device "$name_a" "$IMAGE" \
+		sh -c "ip -o link show | cut -d: -f2 | cut -d@ -f1; echo ndev \$(cat $sys/pa/ports/1/gid_attrs/ndevs/0)" 2>&1)
+	rc=$?
+	sed 's/^/  s2 | /' <<<"$out"
+	check "a second container of the pod with pa: starts ($rc), adds nothing, its GID's netdev is rdma0" \
+		test "$rc $(tr -d ' ' <<<"$out" | tr '\n' ' ')" = "0 lo eth0 rdma0 ndevrdma0 "
+	out=$(timeout 60 "${PODMAN[@]}" run --rm "${BASE_OPTS[@]}" --network container:s$$ --device "$name_c" "$IMAGE" \
+		sh -c "ip -4 -o addr show; echo ndev \$(cat $sys/pc/ports/1/gid_attrs/ndevs/0)" 2>&1)
+	rc=$?
+	sed 's/^/  s3 | /' <<<"$out"
+	check "a third one with pc: starts ($rc), pc's address on rdma1, its GID's netdev is rdma1" bash -c \
+		"[ $rc = 0 ] && grep -Eq '^[0-9]+: rdma1 +inet $n.3/24 ' <<<\"\$1\" && grep -qx 'ndev rdma1' <<<\"\$1\"" _ "$out"
+
+	say "+ pod c ($NET, --device $name_b): ibv_rc_pingpong -g 0 -n 200 $n.1"
+	timeout 60 "${PODMAN[@]}" run --rm "${opts[@]}" --device "$name_b" "$IMAGE" \
+		ibv_rc_pingpong -g 0 -n 200 "$n.1" >"$WORK/client.out" 2>&1
+	rc=$?
+	src=$(timeout 30 "${PODMAN[@]}" wait s$$ 2>/dev/null)
+	"${PODMAN[@]}" logs s$$ >"$WORK/server.out" 2>&1
+	"${PODMAN[@]}" rm -f s$$ >/dev/null 2>&1
+	tail -n 3 "$WORK/client.out" | sed 's/^/  client | /'
+	tail -n 2 "$WORK/server.out" | sed 's/^/  server | /'
+	check "ibv_rc_pingpong over rdma0: client exit 0 ($rc), server exit 0 (${src:-none})" test "$rc/$src" = 0/0
+	check "  200 iterations" grep -q '200 iters in' "$WORK/client.out"
+	stop_plugin "$pid"
+	rc=$?
+	check "the plugin: exit 0 ($rc)" test "$rc" = 0
+	dp_report
+	checks_result
+}
+
 # ---- fuzz ---------------------------------------------------------------------
 
 case_fuzz() {
@@ -388,5 +580,6 @@ case_fuzz() {
 
 add_case register_list case_register_list
 add_case podman case_podman
+add_case pod case_pod
 add_case fuzz case_fuzz
 run_cases "$@"
