@@ -12,10 +12,17 @@
 #                 run ibv_rc_pingpong -c, ib_write_bw and rping (rdma_cm over
 #                 the kernel's IB CM) over br0; the capture must be clean
 #                 RoCEv2.  No unirdma involved.
-# rxe_*           a container of vRNIC h1v1 (10.78.0.11, host 1, --underlay
-#                 ul0) against the guest, each side once as server and once as
-#                 client.  They skip until the daemon has the wire and
-#                 `unirdma peer admit` (the guest as an external peer of t1).
+# rxe_rc, rxe_ud, rxe_ib_write_bw, rxe_ib_read_lat, rxe_ib_atomic_bw,
+# rxe_ib_send_bw  a container of vRNIC h1v1 (10.78.0.11, host 1, --underlay
+#                 ul0) against the guest, on one boot of it: first the guest
+#                 serves and the container is the client, then the other way
+#                 round (both_ways).
+# rxe_uc_guest_client  the same, only the container serving.
+# rxe_cm_guest_server, rxe_cm_guest_client  rping and rstream (rdma_cm),
+#                 the guest serving / the guest the client, one boot each.
+#                 The cases against a container skip until the daemon has
+#                 the wire and `unirdma peer admit` (the guest as an external
+#                 peer of t1).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/mhlib.sh"
 
@@ -116,77 +123,123 @@ interop_setup() {
 	mh_capture start
 }
 
-# guest_serves GUEST_CMD CONTAINER_CMD [ARGS...]: for each ARGS (one word
-# list, e.g. "-s 1024"; none: one run) the guest runs GUEST_CMD ARGS as the
-# server and the container CONTAINER_CMD ARGS GUEST_LAN as the client.
-guest_serves() {
-	local gcmd=$1 ccmd=$2 script a n=0 out rc
-	shift 2
-	[ $# -gt 0 ] || set -- ""
-	interop_setup || return 1
-	script=
-	for a in "$@"; do
-		script+="echo URD-LISTEN $n; $gcmd $a; echo \"URD-CMD-EXIT \$?\""$'\n'
-		n=$((n + 1))
-	done
-	mh_rxe_boot rxe "$GUEST" "$script" t1 "$GUEST_LAN" "$(mh_ip 1 1)"
-	n=0
-	for a in "$@"; do
-		mh_rxe_wait rxe "URD-LISTEN $n" 90 || { mh_rxe_finish rxe 1; die "the guest did not get to run $n"; }
-		out=$WORK/client$n.out
-		say "+ client in container h1v1: $ccmd $a $GUEST_LAN"
-		# shellcheck disable=SC2086 # word lists
-		timeout 120 env UNIRDMA_STATE_DIR="${MH_STATE[1]}" "$UNIRDMA" exec h1v1 -- \
-			sh -c "$RETRY; retry $ccmd $a $GUEST_LAN" >"$out" 2>&1
-		rc=$?
-		sed 's/^/  | /' "$out"
-		check "the container's client ($a) succeeded" test "$rc" -eq 0
-		n=$((n + 1))
-		# a failed client leaves the guest's server waiting: stop here
-		[ "$rc" -eq 0 ] || break
-	done
-	if [ "$rc" -ne 0 ]; then
-		mh_rxe_finish rxe 1
-		mh_capture stop
-		mh_pcap_check "$MH_PCAP"
-		return 1
+# both_ways [--guest-client] GUEST_CMD CONTAINER_CMD [ARGS...]: both
+# directions on one set-up and one boot of the guest.  For each ARGS (one
+# word list, e.g. "-s 1024"; none: one run) in turn:
+#   1. the guest serves: the guest runs GUEST_CMD ARGS as the server, the
+#      container CONTAINER_CMD ARGS GUEST_LAN as the client;
+#   2. then the container serves: it runs CONTAINER_CMD ARGS as the server,
+#      the guest GUEST_CMD ARGS to the container's address (over the LAN) as
+#      the client.
+# Each half's underlay traffic is captured on its own (the first
+# $MH_CAPTURE_MAX frames of each) and checked.  A container's client that
+# fails in half 1 leaves the guest's server waiting: the case stops there.
+# --guest-client: half 2 only.
+both_ways() {
+	local serve=1 gcmd ccmd ip script a n rc=0 out tmo pidf spid src='' i pcap1
+	if [ "$1" = --guest-client ]; then
+		serve=0
+		shift
 	fi
-	mh_rxe_finish rxe 60
-	check "the guest's server ran $# times, each successful" \
-		test "$(tr -d '\r' <"${MH_RXE_DIR[rxe]}/console" | grep -c '^URD-CMD-EXIT 0$')" -eq "$#"
-	mh_capture stop
-	check "the underlay capture is clean RoCEv2" mh_pcap_check "$MH_PCAP"
-	checks_result
-}
-
-# container_serves CONTAINER_CMD GUEST_CMD [ARGS...]: the container's server,
-# the guest's client (to the container's address over the LAN).
-container_serves() {
-	local ccmd=$1 gcmd=$2 script a n=0 pidf spid rc out
+	gcmd=$1 ccmd=$2
 	shift 2
 	[ $# -gt 0 ] || set -- ""
+	ip=$(mh_ip 1 1)
 	interop_setup || return 1
-	script=$RETRY$'\n'"rc=0"$'\n'
+	# the guest's script: its servers (half 1), URD-CLIENTS, its clients (half
+	# 2).  Half 2's container is not half 1's: the same address, another MAC
+	# address.  A SYN to the one the guest learnt in half 1 would go nowhere,
+	# for a minute of TCP's retries: fresh CMD forgets it before each try.
+	script=$RETRY$'\n'"fresh() { ip neigh flush dev eth1 >/dev/null 2>&1; \"\$@\"; }"$'\n'
+	n=0
+	if [ "$serve" = 1 ]; then
+		for a in "$@"; do
+			script+="echo URD-LISTEN $n; $gcmd $a; echo \"URD-SERVER-EXIT \$?\""$'\n'
+			n=$((n + 1))
+		done
+	fi
+	script+="echo URD-CLIENTS"$'\n'"rc=0"$'\n'
 	for a in "$@"; do
-		script+="sleep 1; retry $gcmd $a $(mh_ip 1 1); r=\$?; echo \"URD-CMD-EXIT \$r\"; [ \$r -eq 0 ] || rc=\$r"$'\n'
+		script+="sleep 1; retry fresh $gcmd $a $ip; r=\$?; echo \"URD-CLIENT-EXIT \$r\"; [ \$r -eq 0 ] || rc=\$r"$'\n'
 	done
 	script+='exit $rc'
-	# the container serves each run in turn
+	mh_rxe_boot rxe "$GUEST" "$script" t1 "$GUEST_LAN" "$ip"
+
+	# ---- half 1: the guest serves, the container's clients ----
+	n=0
+	if [ "$serve" = 1 ]; then
+		for a in "$@"; do
+			mh_rxe_wait rxe "URD-LISTEN $n" 90 || { mh_rxe_finish rxe 1; die "the guest did not get to run $n"; }
+			out=$WORK/client$n.out
+			say "+ client in container h1v1: $ccmd $a $GUEST_LAN"
+			# shellcheck disable=SC2086 # word lists
+			timeout 120 env UNIRDMA_STATE_DIR="${MH_STATE[1]}" "$UNIRDMA" exec h1v1 -- \
+				sh -c "$RETRY; retry $ccmd $a $GUEST_LAN" >"$out" 2>&1
+			rc=$?
+			sed 's/^/  | /' "$out"
+			check "the container's client ($a) succeeded" test "$rc" -eq 0
+			n=$((n + 1))
+			# a failed client leaves the guest's server waiting: stop here
+			[ "$rc" -eq 0 ] || break
+		done
+		if [ "$rc" -ne 0 ]; then
+			mh_rxe_finish rxe 1
+			mh_capture stop
+			mh_pcap_check "$MH_PCAP"
+			return 1
+		fi
+	fi
+	# the guest's servers end (or it boots, with --guest-client) before its clients
+	tmo=$([ "$serve" = 1 ] && echo 60 || echo 90)
+	if ! mh_rxe_wait rxe URD-CLIENTS "$tmo"; then
+		mh_rxe_finish rxe 1
+		[ "$serve" = 0 ] || check "the guest's server ran $# times, each successful" \
+			test "$(tr -d '\r' <"${MH_RXE_DIR[rxe]}/console" | grep -c '^URD-SERVER-EXIT 0$')" -eq "$#"
+		mh_capture stop
+		[ "$serve" = 0 ] || mh_pcap_check "$MH_PCAP"
+		die "the guest did not get to its clients in $tmo s"
+	fi
+	if [ "$serve" = 1 ]; then
+		check "the guest's server ran $# times, each successful" \
+			test "$(tr -d '\r' <"${MH_RXE_DIR[rxe]}/console" | grep -c '^URD-SERVER-EXIT 0$')" -eq "$#"
+		# half 2 in a capture of its own (checked at the end, not while the
+		# guest runs)
+		mh_capture stop
+		pcap1=$MH_TMP/guest-serves.pcap
+		mv "$MH_PCAP" "$pcap1"
+		mh_capture start
+	fi
+
+	# ---- half 2: the container serves each run in turn, the guest's clients ----
 	out=$WORK/server.out
 	pidf=$WORK/server.pid
-	# shellcheck disable=SC2016 # expanded by the container's shell
 	mh_exec_cmd 1
+	# shellcheck disable=SC2016 # expanded by the container's shell
 	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- sh -c 'rc=0; for a in "$@"; do $0 $a || rc=$?; done; exit $rc' \
 		"$ccmd" "$@" >"$out" 2>&1 &
 	spid=$!
 	SERVER_PIDS+=("$spid")
-	mh_rxe_boot rxe "$GUEST" "$script" t1 "$GUEST_LAN" "$(mh_ip 1 1)"
-	mh_rxe_finish rxe 150
+	# until the guest powers off (150 s at most); a container's server that
+	# ended in failure leaves the guest's clients retrying, 30 s each: the
+	# guest has 10 s more then
+	for ((i = 0; i < 1500; i++)); do
+		kill -0 "${MH_RXE_PID[rxe]}" 2>/dev/null || break
+		if [ -z "$src" ] && ! kill -0 "$spid" 2>/dev/null; then
+			wait "$spid"
+			src=$?
+		fi
+		[ "${src:-0}" -eq 0 ] || break
+		sleep 0.1
+	done
+	mh_rxe_finish rxe "$([ "${src:-0}" -eq 0 ] && echo 1 || echo 10)"
 	rc=$?
 	check "the guest's clients succeeded" test "$rc" -eq 0
-	if wait_for_exit "$spid" 10; then
+	if [ -z "$src" ] && wait_for_exit "$spid" 10; then
 		wait "$spid"
-		check "the container's server succeeded" test $? -eq 0
+		src=$?
+	fi
+	if [ -n "$src" ]; then
+		check "the container's server succeeded" test "$src" -eq 0
 	else
 		hang_report "$(cat "$pidf" 2>/dev/null)"
 		check "the container's server finished" false
@@ -194,28 +247,25 @@ container_serves() {
 	say "--- the container's server ---"
 	sed 's/^/  | /' "$out"
 	mh_capture stop
-	check "the underlay capture is clean RoCEv2" mh_pcap_check "$MH_PCAP"
+	[ "$serve" = 0 ] ||
+		check "the underlay capture is clean RoCEv2 (the guest serving)" mh_pcap_check "$pcap1"
+	check "the underlay capture is clean RoCEv2$([ "$serve" = 1 ] && echo " (the container serving)")" \
+		mh_pcap_check "$MH_PCAP"
 	checks_result
 }
 
 # rdma-core's ibv_*_pingpong: the guest's GID index is 1 (index 0 is fe80::),
 # the container's 0; -c checks the data.
-add_case rxe_rc_guest_server guest_serves "ibv_rc_pingpong -d rxe0 -g 1 -c -n 50 -s 4096" "ibv_rc_pingpong -g 0 -c -n 50 -s 4096"
-add_case rxe_rc_guest_client container_serves "ibv_rc_pingpong -g 0 -c -n 50 -s 4096" "ibv_rc_pingpong -d rxe0 -g 1 -c -n 50 -s 4096"
-# UC: one way in the suite (the other, guest_serves, passed by hand)
-add_case rxe_uc_guest_client container_serves "ibv_uc_pingpong -g 0 -c -n 50 -s 4096" "ibv_uc_pingpong -d rxe0 -g 1 -c -n 50 -s 4096"
-add_case rxe_ud_guest_server guest_serves "ibv_ud_pingpong -d rxe0 -g 1 -c -n 50 -s 512" "ibv_ud_pingpong -g 0 -c -n 50 -s 512"
-add_case rxe_ud_guest_client container_serves "ibv_ud_pingpong -g 0 -c -n 50 -s 512" "ibv_ud_pingpong -d rxe0 -g 1 -c -n 50 -s 512"
+add_case rxe_rc both_ways "ibv_rc_pingpong -d rxe0 -g 1 -c -n 50 -s 4096" "ibv_rc_pingpong -g 0 -c -n 50 -s 4096"
+# UC: one way in the suite, the guest as the client (the other way passed by hand)
+add_case rxe_uc_guest_client both_ways --guest-client "ibv_uc_pingpong -d rxe0 -g 1 -c -n 50 -s 4096" "ibv_uc_pingpong -g 0 -c -n 50 -s 4096"
+add_case rxe_ud both_ways "ibv_ud_pingpong -d rxe0 -g 1 -c -n 50 -s 512" "ibv_ud_pingpong -g 0 -c -n 50 -s 512"
 # perftest: -x GID index, -F no CPU-frequency check; several message sizes
 # around the 1024-byte active MTU of a 1500-byte link
 for p in "ib_write_bw -n 200" "ib_read_lat -n 100" "ib_atomic_bw -n 200"; do
-	name=${p%% *}
-	add_case "rxe_${name}_guest_server" guest_serves "$p -d rxe0 -x 1 -F" "$p -x 0 -F"
-	add_case "rxe_${name}_guest_client" container_serves "$p -x 0 -F" "$p -d rxe0 -x 1 -F"
+	add_case "rxe_${p%% *}" both_ways "$p -d rxe0 -x 1 -F" "$p -x 0 -F"
 done
-add_case rxe_ib_send_bw_guest_server guest_serves "ib_send_bw -n 100 -d rxe0 -x 1 -F" "ib_send_bw -n 100 -x 0 -F" \
-	"-s 1000" "-s 1024" "-s 2048" "-s 4500"
-add_case rxe_ib_send_bw_guest_client container_serves "ib_send_bw -n 100 -x 0 -F" "ib_send_bw -n 100 -d rxe0 -x 1 -F" \
+add_case rxe_ib_send_bw both_ways "ib_send_bw -n 100 -d rxe0 -x 1 -F" "ib_send_bw -n 100 -x 0 -F" \
 	"-s 1000" "-s 1024" "-s 2048" "-s 4500"
 
 # rdma_cm against the kernel's: rping's connection set-up is IB CM MADs
