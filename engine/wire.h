@@ -166,6 +166,8 @@ struct wire_qp {
 	uint64_t srtt;                  /* smoothed round trip, ns (0: none yet) */
 	uint64_t rttvar;                /* its mean deviation, ns (RFC 6298) */
 	uint32_t backoff;               /* resend timer doublings since progress */
+	uint32_t back_psn;              /* the last PSN-sequence NAK gone back for, */
+	uint64_t back_at;               /* and when */
 	uint64_t probe_at;              /* RTT sample: sent at, and its PSN */
 	uint32_t probe_psn;
 	uint32_t ring_n;                /* in-flight slots (power of two) */
@@ -174,7 +176,8 @@ struct wire_qp {
 	/* responder */
 	uint32_t epsn;                  /* expected PSN */
 	uint32_t msn;
-	bool nak_sent;                  /* a PSN-sequence NAK went out for this gap */
+	bool nak_sent;                  /* a PSN-sequence NAK went out for this gap, */
+	uint64_t nak_at;                /* at this time */
 	uint8_t in_msg;                 /* 0, or ROCE_F_SEND / ROCE_F_WRITE in progress */
 	bool rx_wqe;                    /* a receive WQE is taken by the SEND in progress */
 	bool uc_drop;                   /* UC: dropping until a FIRST or ONLY */

@@ -396,6 +396,7 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
  * the spec says. */
 #define RESEND_MIN_NS (1000ull * 1000)
 #define TLP_MIN_NS    (100ull * 1000)   /* a tail-loss probe waits 2 srtt, at least this */
+#define RENAK_NS      (200ull * 1000)   /* a responder NAKs a gap again after this (responder()) */
 
 static uint64_t resend_ns(const struct vr_qp *qp, const struct wire_qp *q)
 {
@@ -852,6 +853,13 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 			complete_before(qp, q, psn);
 			if (qp->state == IBV_QPS_ERR)
 				return;
+			/* the same NAK again within a round trip of going back
+			 * for it: drawn by packets sent before that (a responder
+			 * NAKs again after RENAK_NS), not by the resent ones */
+			if (psn == q->back_psn && q->back_at && now - q->back_at < (q->srtt ? q->srtt : RENAK_NS))
+				break;
+			q->back_psn = psn;
+			q->back_at = now;
 			nak_una(qp, q, psn);
 			rx->cnt->retransmits++;
 			cwnd_loss(q);
@@ -1284,7 +1292,7 @@ static void do_atomic(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx)
 	count_rx(qp, rx->h.opcode == ROCE_RC_CMP_SWAP ? URD_WR_ATOMIC_CMP_AND_SWP : URD_WR_ATOMIC_FETCH_AND_ADD, 8);
 }
 
-static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint32_t fl)
+static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint32_t fl, uint64_t now)
 {
 	int32_t dp = psn_diff(rx->h.psn, q->epsn);
 	bool ok;
@@ -1308,8 +1316,13 @@ static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, u
 		dp = 0;
 	}
 	if (dp > 0) {
-		if (!q->nak_sent) {
+		/* one NAK per gap (as rxe), but again for a packet that
+		 * asks for an ACK once RENAK_NS passed: the NAK or the first
+		 * packet sent again after it was lost too, and the requester
+		 * would otherwise wait for its timer (its tail-loss probe asks) */
+		if (!q->nak_sent || (rx->h.ackreq && now - q->nak_at >= RENAK_NS)) {
 			q->nak_sent = true;
+			q->nak_at = now;
 			send_ack(qp, q, rx, ROCE_RC_ACK, AETH_NAK | NAK_SEQ, q->epsn, 0);
 		} else {
 			rx->cnt->drops[WDROP_PSN]++;
@@ -1375,7 +1388,7 @@ void wire_rc_rx(struct urd_daemon *d, struct vr_qp *qp, struct wire_rx *rx, uint
 
 	(void)d;
 	if (fl & ROCE_F_REQ) {
-		responder(qp, q, rx, fl);
+		responder(qp, q, rx, fl, now);
 		return;
 	}
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
