@@ -10,6 +10,12 @@
 
 CC      ?= gcc
 BUILD   ?= build
+# One spelling of every path in the tree: the dependency files (.d) name
+# their objects as the compile saw them, and the suite runs make with an
+# absolute BUILD (tests/run-tests.sh) where a person types a relative one;
+# with two spellings, a changed header rebuilt only one of them (a stale
+# fuzz_dir once crashed on its own seeds after engine/wire.h changed).
+override BUILD := $(abspath $(BUILD))
 OPT     ?= -O2 -g
 SAN     ?=
 WARN    := -Wall -Wextra -Werror

@@ -34,7 +34,7 @@
 #                  and adds nothing
 #   fuzz           the libFuzzer target k8s/fuzz/fuzz_devplugin (HTTP/2, gRPC
 #                  framing, each method's protobuf; make devplugin-fuzz, clang)
-#                  on its seeds, then for $UNIRDMA_FUZZ_TIME s (default 5)
+#                  on its seeds, then for $UNIRDMA_FUZZ_TIME s (default 3)
 # Each case's kubelet directory is in its scratch dir; the plugins' logs are
 # there too (the end of each is printed when a check failed).
 . "$(dirname "$0")/lib.sh"
@@ -563,7 +563,7 @@ case_fuzz() {
 		fi
 	done
 	check "each seed runs clean (answered, no sanitizer report)" test "$bad" = 0
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 "$bin" -max_total_time="${UNIRDMA_FUZZ_TIME:-5}" \
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 "$bin" -max_total_time="${UNIRDMA_FUZZ_TIME:-3}" \
 		-max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$fw/" \
 		"$fw/corpus" >"$fw/fuzz.log" 2>&1
 	rc=$?
@@ -574,7 +574,7 @@ case_fuzz() {
 		cp "$fw"/crash-* "$fw"/leak-* "$fw"/timeout-* "$BUILD/fuzz/crashes/" 2>/dev/null &&
 			say "  kept in $BUILD/fuzz/crashes/; replay: $bin FILE"
 	fi
-	check "fuzz_devplugin for ${UNIRDMA_FUZZ_TIME:-5} s: no crash, leak or unanswered request (exit $rc)" test "$rc" = 0
+	check "fuzz_devplugin for ${UNIRDMA_FUZZ_TIME:-3} s: no crash, leak or unanswered request (exit $rc)" test "$rc" = 0
 	checks_result
 }
 

@@ -16,7 +16,7 @@
 #   cm     the IB CM message codec (lib/rdmacm/cm_mad.c) on MADs from QP1:
 #          decode accepts exactly the valid ones, encode(decode(m)) == m
 #          outside the reserved bits, decode(encode(x)) == x
-# Each case runs its target for $UNIRDMA_FUZZ_TIME seconds (default 6) from
+# Each case runs its target for $UNIRDMA_FUZZ_TIME seconds (default 4) from
 # a copy of the corpus in tests/fuzz/corpus/<target> (the repo corpus is never
 # written) and fails on any crash, sanitizer report, leak, invariant
 # violation or input that runs longer than 10 s. A failing input is kept in
@@ -25,7 +25,7 @@
 . "$(dirname "$0")/lib.sh"
 
 CASE_SETUP=: # no daemon: the targets run the daemon's code in-process
-FUZZ_TIME=${UNIRDMA_FUZZ_TIME:-6}
+FUZZ_TIME=${UNIRDMA_FUZZ_TIME:-4}
 
 # cause LOG: the line of a libFuzzer log that says what went wrong.
 cause() {
