@@ -336,18 +336,6 @@ devplugin_podman_cleanup() {
 	return 0
 }
 
-# the image of podman.sh: no registry, the host's /usr bound read-only
-make_image() {
-	local root=$WORK/rootfs
-	mkdir -p "$root"/{usr,etc,tmp,proc,sys,dev,run,opt,root} || die "mkdir failed"
-	ln -s usr/bin "$root/bin" && ln -s usr/lib "$root/lib" && ln -s usr/lib64 "$root/lib64" &&
-		ln -s usr/sbin "$root/sbin" || die "ln failed"
-	cp /etc/passwd /etc/group "$root/etc/"
-	tar -C "$root" -cf "$WORK/rootfs.tar" . || die "tar failed"
-	"${PODMAN[@]}" import "$WORK/rootfs.tar" "$IMAGE" >/dev/null 2>"$WORK/import.err" ||
-		die "podman import failed: $(cat "$WORK/import.err")"
-}
-
 # cdi_of SOCKET ID: the CDI names Allocate gives for one container of ID
 cdi_of() {
 	fk call "$1" allocate "$2" | sed -n 's/^container 0 cdi //p'

@@ -56,14 +56,7 @@ podman_setup() {
 	require_prog podman runc
 	CLEANUP_HOOKS+=(podman_cleanup)
 	start_daemon
-	local root=$WORK/rootfs
-	mkdir -p "$root"/{usr,etc,tmp,proc,sys,dev,run,opt,root} || die "mkdir failed"
-	ln -s usr/bin "$root/bin" && ln -s usr/lib "$root/lib" && ln -s usr/lib64 "$root/lib64" &&
-		ln -s usr/sbin "$root/sbin" || die "ln failed"
-	cp /etc/passwd /etc/group "$root/etc/"
-	tar -C "$root" -cf "$WORK/rootfs.tar" . || die "tar failed"
-	"${PODMAN[@]}" import "$WORK/rootfs.tar" "$IMAGE" >/dev/null 2>"$WORK/import.err" ||
-		die "podman import failed: $(cat "$WORK/import.err")"
+	make_image
 }
 
 # spec_devices: the spec's device names, sorted, space separated ("none" without a file)

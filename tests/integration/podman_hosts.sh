@@ -46,17 +46,6 @@ on_host() {
 	nsenter --net="/run/netns/$(mh_ns "$k")" "${PODMAN[@]}" "$@"
 }
 
-make_image() {
-	local root=$WORK/rootfs
-	mkdir -p "$root"/{usr,etc,tmp,proc,sys,dev,run,opt,root} || die "mkdir failed"
-	ln -s usr/bin "$root/bin" && ln -s usr/lib "$root/lib" && ln -s usr/lib64 "$root/lib64" &&
-		ln -s usr/sbin "$root/sbin" || die "ln failed"
-	cp /etc/passwd /etc/group "$root/etc/"
-	tar -C "$root" -cf "$WORK/rootfs.tar" . || die "tar failed"
-	"${PODMAN[@]}" import "$WORK/rootfs.tar" "$IMAGE" >/dev/null 2>"$WORK/import.err" ||
-		die "podman import failed: $(cat "$WORK/import.err")"
-}
-
 # hpair DESC SERVER_CMD... -- CLIENT_CMD...: the server in a podman container
 # of h1v1 on host 1, the client in one of h2v1 on host 2.
 hpair() {
