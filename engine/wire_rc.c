@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "futex.h"
 #include "log.h"
 #include "wire.h"
 
@@ -121,6 +122,36 @@ void wire_rc_sync(struct vr_qp *qp)
 	}
 	q->retry_left = qp->attr.retry_cnt;
 	q->rnr_left = qp->attr.rnr_retry;
+}
+
+bool engine_qp_wire(const struct vr_qp *qp, struct engine_qp_wire *s)
+{
+	const struct wire_qp *q = qp->eng.wire;
+	uint64_t now = urd_now_ns();
+
+	memset(s, 0, sizeof(*s));
+	if (!q)
+		return false;
+	s->psn = q->psn;
+	s->una = q->una;
+	s->psn_max = q->psn_max;
+	s->epsn = q->epsn;
+	s->cwnd = q->cwnd;
+	s->retry_left = q->retry_left;
+	s->rnr_left = q->rnr_left;
+	s->backoff = q->backoff;
+	s->sq_own = qp->sq.q.own;
+	s->sq_next = q->next_idx;
+	s->cur_idx = q->cur_idx;
+	s->cur_pkt = q->cur_pkt;
+	s->cur_open = q->cur_open;
+	s->nak_sent = q->nak_sent;
+	s->tlp_sent = q->tlp_sent;
+	s->srtt_ns = q->srtt;
+	s->rto_in_ns = q->rto_at > now ? q->rto_at - now : q->rto_at ? 1 : 0;
+	s->tlp_in_ns = q->tlp_at > now ? q->tlp_at - now : q->tlp_at ? 1 : 0;
+	s->rnr_in_ns = q->rnr_at > now ? q->rnr_at - now : q->rnr_at ? 1 : 0;
+	return true;
 }
 
 /* ---- requester ----------------------------------------------------------- */
@@ -479,6 +510,8 @@ static void tail_probe(struct vr_qp *qp, struct wire_qp *q)
 		qp->vr->d->eng.dir.cnt.tail_probes++;
 }
 
+static bool complete_before(struct vr_qp *qp, struct wire_qp *q, uint32_t psn);
+
 bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
 {
 	struct engine_wire *w = qp->vr->d->eng.wire;
@@ -574,15 +607,27 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 				fail_head(qp, q, (enum ibv_wc_status)st);
 				return false;
 			}
-			/* after a go-back, ACKs may have come for packets of it sent
-			 * before: those are not sent again */
-			if (!(op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) && psn_diff(q->una, q->psn) > 0) {
-				uint32_t k = (uint32_t)psn_diff(q->una, e->first_psn);
+		}
+		/* after a go-back, ACKs may have come for packets sent before
+		 * it: the responder has those, they are not sent again.  A WQE
+		 * it has whole completes here (an ACK for it came while the
+		 * go-back had taken it back: sending it again would leave its
+		 * completion to the duplicate's ACK, and nothing would send it
+		 * again if that were lost: una is past its PSNs) */
+		if (!(op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) && psn_diff(q->una, q->psn) > 0) {
+			uint32_t k = (uint32_t)psn_diff(q->una, e->first_psn);
 
-				if (k < e->npkts) {
-					q->cur_pkt = k;
-					q->psn = q->una;
-				}
+			if (k < e->npkts) {
+				q->cur_pkt = k;
+				q->psn = q->una;
+			} else {
+				q->cur_pkt = e->npkts;
+				q->psn = (e->last_psn + 1) & 0xffffff;
+				q->cur_open = false;
+				complete_before(qp, q, q->una);
+				if (qp->state == IBV_QPS_ERR)
+					return false;
+				continue;
 			}
 		}
 		if (!q->probe_at) {
@@ -646,8 +691,9 @@ static bool complete_before(struct vr_qp *qp, struct wire_qp *q, uint32_t psn)
 			break;
 		if (psn_diff(e->last_psn, psn) >= 0)
 			break;
-		if (q->cur_open && q->cur_idx == qp->sq.q.own && q->cur_pkt < e->npkts)
-			break;  /* not all of it was sent yet */
+		if (psn_diff(e->last_psn, q->psn_max) >= 0)
+			break;  /* not all of it was sent yet (after a go-back
+				 * it was: an ACK for what went before counts) */
 		complete_head(qp, q, IBV_WC_SUCCESS);
 		did = true;
 	}
@@ -909,10 +955,19 @@ void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
 			 * of a WQE yet (its CPU is busy).  Nothing to resend,
 			 * no loss to answer with a smaller window, no retry to
 			 * count against the peer: the timer starts again with
-			 * the next packet (wire_rc_process) */
-			q->rto_at = q->tlp_at = 0;
-			q->progress_at = 0;
-			return;
+			 * the next packet (wire_rc_process).  A WQE the
+			 * responder has whole completes; one started and sent
+			 * whole but not acknowledged (PSNs before una can only
+			 * be that after a go-back) is sent again below, so that
+			 * the ACK of its duplicate completes it */
+			complete_before(qp, q, q->una);
+			if (qp->state == IBV_QPS_ERR)
+				return;
+			if (qp->sq.q.own == q->next_idx || (q->cur_open && q->cur_idx == qp->sq.q.own)) {
+				q->rto_at = q->tlp_at = 0;
+				q->progress_at = 0;
+				return;
+			}
 		}
 		wire_rc_may_send(qp, q, &h);
 		if (h)
