@@ -73,12 +73,17 @@ static void print_details(struct json_object *v)
 	    json_object_array_length(arr)) {
 		printf("QPs:        QPN  TYPE  STATE  CTX   DEST      tx bytes       rx bytes  errors\n");
 		for (size_t i = 0; i < json_object_array_length(arr); i++) {
-			struct json_object *q = json_object_array_get_idx(arr, i), *qc = jobj(q, "counters");
+			struct json_object *q = json_object_array_get_idx(arr, i), *qc = jobj(q, "counters"), *qw;
 
 			printf("  %#10llx  %-4s  %-5s  %3lld  %#8llx %14lld %14lld %7lld\n",
 			       jint(q, "qpn"), jstr(q, "type"), jstr(q, "state"), jint(q, "context"),
 			       jint(q, "dest_qpn"), qc ? jint(qc, "tx_bytes") : 0, qc ? jint(qc, "rx_bytes") : 0,
 			       qc ? jint(qc, "errors") : 0);
+			if ((qw = jobj(q, "wire")))     /* its peer is on another host */
+				printf("              wire: psn %#llx, una %#llx, epsn %#llx, cwnd %lld, "
+				       "srtt %lld us, retries left %lld, resend in %lld us\n",
+				       jint(qw, "psn"), jint(qw, "una"), jint(qw, "epsn"), jint(qw, "cwnd"),
+				       jint(qw, "srtt_ns") / 1000, jint(qw, "retry_left"), jint(qw, "rto_in_ns") / 1000);
 		}
 	}
 }

@@ -99,6 +99,34 @@ static const char *qp_state_name(uint32_t s)
 	return s < 7 ? n[s] : "UNKNOWN";
 }
 
+/* An RC/UC QP's transport state on the wire (engine_qp_wire): where a
+ * connection that stopped moving stands. */
+static json_object *qp_wire_json(const struct engine_qp_wire *w)
+{
+	json_object *o = json_object_new_object();
+
+	ADD_I64(o, "psn", w->psn);
+	ADD_I64(o, "una", w->una);
+	ADD_I64(o, "psn_max", w->psn_max);
+	ADD_I64(o, "epsn", w->epsn);
+	ADD_I64(o, "cwnd", w->cwnd);
+	ADD_I64(o, "retry_left", w->retry_left);
+	ADD_I64(o, "rnr_left", w->rnr_left);
+	ADD_I64(o, "backoff", w->backoff);
+	ADD_I64(o, "sq_own", w->sq_own);
+	ADD_I64(o, "sq_next", w->sq_next);
+	ADD_I64(o, "cur_idx", w->cur_idx);
+	ADD_I64(o, "cur_pkt", w->cur_pkt);
+	json_object_object_add(o, "cur_open", json_object_new_boolean(w->cur_open));
+	json_object_object_add(o, "nak_sent", json_object_new_boolean(w->nak_sent));
+	json_object_object_add(o, "tlp_sent", json_object_new_boolean(w->tlp_sent));
+	ADD_I64(o, "srtt_ns", w->srtt_ns);
+	ADD_I64(o, "rto_in_ns", w->rto_in_ns);
+	ADD_I64(o, "tlp_in_ns", w->tlp_in_ns);
+	ADD_I64(o, "rnr_in_ns", w->rnr_in_ns);
+	return o;
+}
+
 static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
 {
 	json_object *o = json_object_new_object();
@@ -156,6 +184,12 @@ static json_object *vrnic_json(const struct urd_vrnic *vr, bool detail)
 			if (qp->type != IBV_QPT_UD)
 				ADD_I64(q, "dest_qpn", qp->attr.dest_qp_num);
 			json_object_object_add(q, "counters", counters_json(&qp->cnt));
+			{
+				struct engine_qp_wire w;
+
+				if (engine_qp_wire(qp, &w))
+					json_object_object_add(q, "wire", qp_wire_json(&w));
+			}
 			json_object_array_add(arr, q);
 		}
 		json_object_object_add(o, "qp_list", arr);

@@ -208,6 +208,17 @@ void engine_gid_del(struct urd_daemon *d, const uint8_t gid[16]);
  * belong to no host (unknown sources and the like). */
 const struct engine_host *engine_hosts(const struct urd_daemon *d);
 const struct wire_counters *engine_wire_counters(const struct urd_daemon *d);
+/* A connected RC/UC QP's transport state on the wire, for the operator and
+ * for tests that hang (vrnic show): false when the QP has none (its peer is
+ * on this host, or it is not connected).  Big lock held.  Times are ns from
+ * now (0: off). */
+struct engine_qp_wire {
+	uint32_t psn, una, psn_max, epsn, cwnd, retry_left, rnr_left, backoff;
+	uint32_t sq_own, sq_next, cur_idx, cur_pkt;
+	bool cur_open, nak_sent, tlp_sent;
+	uint64_t srtt_ns, rto_in_ns, tlp_in_ns, rnr_in_ns;
+};
+bool engine_qp_wire(const struct vr_qp *qp, struct engine_qp_wire *s);
 /* Remote GIDs known: calls fn for each (big lock held). */
 void engine_gids_each(const struct urd_daemon *d,
 		      void (*fn)(void *arg, const uint8_t gid[16], const char *tenant, const struct engine_host *h),

@@ -535,6 +535,30 @@ mh_rxe_finish() {
 
 # mh_pair [-p PORT] [--persistent] A VRA SCMD B VRB CCMD: run_pair across hosts:
 # the server in a container of VRA on host A, the client of VRB on host B.
+# mh_wire_report: where every connected QP of every host stands on the wire
+# (vrnic show's "wire": PSNs, the send queue, the timers), for a hang.
+mh_wire_report() {
+	local k v
+	for ((k = 1; k <= MH_N; k++)); do
+		[ -n "${MH_STATE[$k]:-}" ] || continue
+		for v in $(mh_cli "$k" --json vrnic list 2>/dev/null |
+			python3 -c 'import json,sys; [print(v["name"]) for v in json.load(sys.stdin).get("vrnics", [])]' 2>/dev/null); do
+			mh_cli "$k" --json vrnic show "$v" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for q in d.get("vrnic", {}).get("qp_list", []):
+    w = q.get("wire")
+    if w:
+        print("  host %s %s qp %#x %s: %s" % (sys.argv[1], sys.argv[2], q["qpn"], q["state"],
+              " ".join("%s=%s" % (k, v) for k, v in w.items())))
+        c = q.get("counters", {})
+        print("    counters: " + " ".join("%s=%s" % (k, v) for k, v in c.items() if not isinstance(v, (dict, list)) and v))' "$k" "$v"
+		done
+		say "  host $k: unirdma hosts"
+		mh_cli "$k" hosts 2>&1 | sed 's/^/    /'
+	done
+}
+
 mh_pair() {
 	local port=18515 persistent=0 ready=
 	while :; do
@@ -589,6 +613,7 @@ mh_pair() {
 		hang_report "$(cat "$pidf.client" 2>/dev/null)"
 		say "and the server:"
 		hang_report "$(cat "$pidf" 2>/dev/null)"
+		mh_wire_report
 		kill -TERM "$cpid" 2>/dev/null
 		wait "$cpid"
 		crc=124
