@@ -14,7 +14,7 @@
  *       ring ahead (a lie: nothing is posted), each CQ's cons at its prod (so
  *       the CQs do not overflow), and rings the doorbells: the engine flushes
  *       "receive WQEs" with no memory behind them, forever.  Prints "ready".
- *   starve victim [-t SECONDS] [--gap-ms MS] [-n COUNT]
+ *   starve victim [-t SECONDS] [--gap-ms MS] [-n COUNT] [--slow-ms MS]
  *       Two loopback RC QPs: 64-byte RDMA WRITEs, one at a time, each
  *       checked byte for byte at the target; the worst post-to-completion
  *       time.  Meanwhile, on a second context, a thread loops over control
@@ -22,7 +22,8 @@
  *       CQ) and records the worst single call.  --gap-ms sleeps between
  *       WRITEs (so that the engine goes to sleep before each; its wake-up is
  *       measured); -n stops after COUNT WRITEs.  Prints
- *       "writes=N write_max_us=X ctrl_ops=M ctrl_max_us=Y errors=E".
+ *       "writes=N write_max_us=X ctrl_ops=M ctrl_max_us=Y ctrl_slow=K
+ *       errors=E", K the control calls that took --slow-ms (100) or more.
  * Exit code 0, or 1 on any error (a verb failed, data wrong); 77 no device.
  */
 #ifndef _GNU_SOURCE
@@ -48,11 +49,11 @@
 #include "unirdma/abi.h"
 
 static struct {
-	int qps, depth, gap_ms;
+	int qps, depth, gap_ms, slow_ms;
 	uint64_t bytes;
 	long count;
 	double secs;
-} opt = { 4, 4, 0, 256ull << 20, 0, 10 };
+} opt = { 4, 4, 0, 100, 256ull << 20, 0, 10 };
 
 static void die(const char *what)
 {
@@ -375,7 +376,7 @@ static int cmp_u64(const void *a, const void *b)
 
 	return x < y ? -1 : x > y;
 }
-static uint64_t ctrl_ops, ctrl_max_ns, ctrl_errors;
+static uint64_t ctrl_ops, ctrl_max_ns, ctrl_errors, ctrl_slow;
 
 static void ctrl_call_end(uint64_t t0, bool ok)
 {
@@ -383,6 +384,8 @@ static void ctrl_call_end(uint64_t t0, bool ok)
 
 	if (dt > ctrl_max_ns)
 		ctrl_max_ns = dt;
+	if (dt >= (uint64_t)opt.slow_ms * 1000000)
+		ctrl_slow++;
 	ctrl_ops++;
 	if (!ok)
 		ctrl_errors++;
@@ -496,10 +499,10 @@ static int victim(void)
 		printf("write_us: p50 %llu p99 %llu p99.9 %llu\n", (unsigned long long)lat_us[k / 2],
 		       (unsigned long long)lat_us[k * 99 / 100], (unsigned long long)lat_us[k * 999 / 1000]);
 	}
-	printf("writes=%llu write_max_us=%llu ctrl_ops=%llu ctrl_max_us=%llu errors=%llu\n",
+	printf("writes=%llu write_max_us=%llu ctrl_ops=%llu ctrl_max_us=%llu ctrl_slow=%llu errors=%llu\n",
 	       (unsigned long long)writes, (unsigned long long)(max_ns / 1000),
 	       (unsigned long long)ctrl_ops, (unsigned long long)(ctrl_max_ns / 1000),
-	       (unsigned long long)(bad + ctrl_errors));
+	       (unsigned long long)ctrl_slow, (unsigned long long)(bad + ctrl_errors));
 	fflush(stdout);
 	return bad || ctrl_errors ? 1 : 0;
 }
@@ -508,6 +511,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "gap-ms", required_argument, NULL, 'g' },
+		{ "slow-ms", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *mode;
@@ -527,6 +531,7 @@ int main(int argc, char **argv)
 		case 't': opt.secs = atof(optarg); break;
 		case 'n': opt.count = atol(optarg); break;
 		case 'g': opt.gap_ms = atoi(optarg); break;
+		case 'S': opt.slow_ms = atoi(optarg); break;
 		default: return 2;
 		}
 	}
