@@ -266,22 +266,14 @@ static int admin_list(struct json_object **out, char *err, size_t errlen)
 	static const char req[] = "{\"cmd\":\"vrnic.list\"}\n";
 	long long deadline = now_ms() + ADMIN_TIMEOUT_MS;
 	struct json_object *ans = NULL, *ok;
-	struct sockaddr_un sa;
 	size_t len = 0, cap = 0, off = 0;
 	char *buf = NULL;
-	int fd, dirfd, ret;
+	int fd, ret;
 
-	ret = unix_addr(dp.admin_sock, &sa, &dirfd);
-	if (ret)
-		goto fail;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = unix_connect(dp.admin_sock);
 	if (fd < 0) {
-		ret = -errno;
-		goto close_dir;
-	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		ret = -errno;
-		goto close_fd;
+		ret = fd;
+		goto fail;
 	}
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = off < sizeof(req) - 1 ? POLLOUT : POLLIN };
@@ -339,8 +331,6 @@ static int admin_list(struct json_object **out, char *err, size_t errlen)
 		len += (size_t)n;
 	}
 	close(fd);
-	if (dirfd >= 0)
-		close(dirfd);
 	buf[len] = '\0';
 	ans = json_tokener_parse(buf);
 	free(buf);
@@ -363,9 +353,6 @@ static int admin_list(struct json_object **out, char *err, size_t errlen)
 	return 0;
 close_fd:
 	close(fd);
-close_dir:
-	if (dirfd >= 0)
-		close(dirfd);
 fail:
 	free(buf);
 	snprintf(err, errlen, "%s", strerror(-ret));

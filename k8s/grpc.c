@@ -125,6 +125,28 @@ int unix_addr(const char *path, struct sockaddr_un *sa, int *dirfd)
 	return 0;
 }
 
+int unix_connect(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, dirfd, ret;
+
+	ret = unix_addr(path, &sa, &dirfd);
+	if (ret)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = -errno;
+	} else if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		close(fd);
+	} else {
+		ret = fd;
+	}
+	if (dirfd >= 0)
+		close(dirfd);
+	return ret;
+}
+
 /* ------------------------------------------------------------ messages */
 
 static bool hdr_is(const uint8_t *name, size_t len, const char *want)
@@ -761,33 +783,20 @@ int grpc_call_unary(const char *sock_path, const char *method, const struct pb_b
 	nghttp2_nv nva[] = { NV(":method", "POST"), NV(":scheme", "http"), NV(":path", method),
 			     NV(":authority", "localhost"), NV("content-type", "application/grpc"),
 			     NV("te", "trailers"), NV("user-agent", "unirdma-device-plugin") };
-	struct sockaddr_un sa;
 	nghttp2_data_provider prd = { .read_callback = read_out };
 	struct grpc_call *c;
 	struct conn *conn;
-	int fd, dirfd, ret;
+	int fd;
 	int32_t id;
 
-	ret = unix_addr(sock_path, &sa, &dirfd);
-	if (ret)
-		return ret;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		ret = -errno;
-		goto close_dir;
-	}
-	/* a unix socket connects at once or not at all (EAGAIN: backlog full) */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		ret = -errno;
-		goto close_fd;
-	}
+	fd = unix_connect(sock_path);
+	if (fd < 0)
+		return fd;
 	conn = conn_new(fd, true);
 	if (!conn) {
-		ret = -ENOMEM;
-		goto close_fd;
+		close(fd);
+		return -ENOMEM;
 	}
-	if (dirfd >= 0)
-		close(dirfd);
 	c = call_new(conn);
 	if (!c) {
 		conn->dead = true;
@@ -807,12 +816,6 @@ int grpc_call_unary(const char *sock_path, const char *method, const struct pb_b
 	c->done_arg = arg;
 	conn->deadline = now_ms() + timeout_ms;
 	return 0;
-close_fd:
-	close(fd);
-close_dir:
-	if (dirfd >= 0)
-		close(dirfd);
-	return ret;
 }
 
 /* Writes what nghttp2 has for the peer until the socket is full. */

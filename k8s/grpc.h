@@ -87,5 +87,9 @@ void grpc_close_all(void);
  * close it after bind or connect).  0 or -errno. */
 struct sockaddr_un;
 int unix_addr(const char *path, struct sockaddr_un *sa, int *dirfd);
+/* A non-blocking, close-on-exec connection to the unix socket at path (of
+ * any length): its fd, or -errno.  A unix socket connects at once or not at
+ * all (EAGAIN: its backlog is full). */
+int unix_connect(const char *path);
 
 #endif

@@ -36,44 +36,12 @@ RUN_OPTS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768 -v /usr:/usr:ro
 [ -n "${UNIRDMA_EXEC_PRELOAD:-}" ] && RUN_OPTS+=(-e "LD_PRELOAD=$UNIRDMA_EXEC_PRELOAD")
 [ -n "${ASAN_OPTIONS:-}" ] && RUN_OPTS+=(-e "ASAN_OPTIONS=$ASAN_OPTIONS")
 [ -d "$CDI_DIR" ] && CDI_DIR_WAS_THERE=1 || CDI_DIR_WAS_THERE=0
-[ -d /var/lib/cni ] && CNI_LIB_WAS_THERE=1 || CNI_LIB_WAS_THERE=0
-IP_FORWARD=$(cat /proc/sys/net/ipv4/ip_forward)
-
-# the conflist of README.md ("CNI"), with the case's names and directories
-write_conflist() {
-	cat >"$1" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "$NET",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$BRIDGE",
-      "isGateway": false,
-      "ipMasq": false,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{ "subnet": "$SUBNET_CIDR" }]],
-        "dataDir": "$WORK/ipam"
-      }
-    },
-    {
-      "type": "unirdma-cni",
-      "stateDir": "$STATE"
-    }
-  ]
-}
-EOF
-}
 
 cni_cleanup() {
 	[ -n "${WORK:-}" ] || return 0
 	"${PODMAN[@]}" rm -f --filter "label=$LABEL" >/dev/null 2>&1
 	"${PODMAN[@]}" rmi -f "$IMAGE" >/dev/null 2>&1
-	ip link del "$BRIDGE" 2>/dev/null
-	echo "$IP_FORWARD" >/proc/sys/net/ipv4/ip_forward
-	rm -f /var/lib/cni/results/"$NET"-* 2>/dev/null
-	[ "$CNI_LIB_WAS_THERE" = 1 ] || { rmdir /var/lib/cni/results 2>/dev/null; rmdir /var/lib/cni 2>/dev/null; }
+	cni_net_cleanup "$NET" "$BRIDGE"
 	rm -f "$CDI_DIR/unirdma-$(fnv1a 32 "$STATE")-cni.json"
 	[ "$CDI_DIR_WAS_THERE" = 1 ] || rmdir "$CDI_DIR" 2>/dev/null
 	return 0
@@ -89,26 +57,11 @@ cni_setup() {
 	NET=urdcni$SUBNET BRIDGE=urdcni$SUBNET SUBNET_CIDR=10.78.$SUBNET.0/24
 	PODMAN=(env CONTAINERS_CONF="$WORK/containers.conf" podman --runtime runc)
 	CLEANUP_HOOKS+=(cni_cleanup)
-	mkdir -p "$WORK/net.d" "$WORK/plugins" "$WORK/ipam" || die "mkdir failed"
+	mkdir -p "$WORK/plugins" || die "mkdir failed"
 	ln -s "$BINDIR/unirdma-cni" "$WORK/plugins/unirdma-cni"
-	write_conflist "$WORK/net.d/$NET.conflist"
-	cat >"$WORK/containers.conf" <<EOF
-[engine]
-runtime = "runc"
-[network]
-network_backend = "cni"
-network_config_dir = "$WORK/net.d"
-cni_plugin_dirs = ["$WORK/plugins", "/usr/lib/cni"]
-EOF
+	cni_net "$NET" "$BRIDGE" "$SUBNET_CIDR" "[\"$WORK/plugins\", \"/usr/lib/cni\"]" "$STATE"
 	RUN_OPTS+=(--network "$NET")
-	local root=$WORK/rootfs
-	mkdir -p "$root"/{usr,etc,tmp,proc,sys,dev,run,opt,root} || die "mkdir failed"
-	ln -s usr/bin "$root/bin" && ln -s usr/lib "$root/lib" && ln -s usr/lib64 "$root/lib64" &&
-		ln -s usr/sbin "$root/sbin" || die "ln failed"
-	cp /etc/passwd /etc/group "$root/etc/"
-	tar -C "$root" -cf "$WORK/rootfs.tar" . || die "tar failed"
-	"${PODMAN[@]}" import "$WORK/rootfs.tar" "$IMAGE" >/dev/null 2>"$WORK/import.err" ||
-		die "podman import failed: $(cat "$WORK/import.err")"
+	make_image
 }
 
 # cni_vrnics: "NAME IP/PREFIX" of each vRNIC unirdma-cni made, sorted

@@ -390,8 +390,6 @@ case_podman() {
 
 # ---- pod ----------------------------------------------------------------------
 
-[ -d /var/lib/cni ] && CNI_LIB_WAS_THERE=1 || CNI_LIB_WAS_THERE=0
-IP_FORWARD=$(cat /proc/sys/net/ipv4/ip_forward)
 
 # the pod network: a CNI network of the bridge plugin alone (no gateway, no
 # masquerading: no iptables rule), named to podman by a private
@@ -400,43 +398,12 @@ pod_net_setup() {
 	NET=urdpod$SUBNET BRIDGE=urdpod$SUBNET
 	PODMAN=(env CONTAINERS_CONF="$WORK/containers.conf" podman --runtime runc)
 	CLEANUP_HOOKS+=(pod_net_cleanup)
-	mkdir -p "$WORK/net.d" "$WORK/ipam" || die "mkdir failed"
-	cat >"$WORK/net.d/$NET.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "$NET",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$BRIDGE",
-      "isGateway": false,
-      "ipMasq": false,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{ "subnet": "10.78.$SUBNET.0/24" }]],
-        "dataDir": "$WORK/ipam"
-      }
-    }
-  ]
-}
-EOF
-	cat >"$WORK/containers.conf" <<EOF
-[engine]
-runtime = "runc"
-[network]
-network_backend = "cni"
-network_config_dir = "$WORK/net.d"
-cni_plugin_dirs = ["/usr/lib/cni"]
-EOF
+	cni_net "$NET" "$BRIDGE" "10.78.$SUBNET.0/24" '["/usr/lib/cni"]'
 }
 
 pod_net_cleanup() {
 	"${PODMAN[@]}" rm -f --filter "label=$LABEL" >/dev/null 2>&1
-	ip link del "$BRIDGE" 2>/dev/null
-	echo "$IP_FORWARD" >/proc/sys/net/ipv4/ip_forward
-	rm -f /var/lib/cni/results/"$NET"-* 2>/dev/null
-	[ "$CNI_LIB_WAS_THERE" = 1 ] || { rmdir /var/lib/cni/results 2>/dev/null; rmdir /var/lib/cni 2>/dev/null; }
-	return 0
+	cni_net_cleanup "$NET" "$BRIDGE"
 }
 
 # hook_marks IP [BRIDGE-NETNS]: what the hook would add: the host's
