@@ -560,11 +560,12 @@ for q in d.get("vrnic", {}).get("qp_list", []):
 }
 
 mh_pair() {
-	local port=18515 persistent=0 ready=
+	local port=18515 persistent=0 ready= udp=
 	while :; do
 		case $1 in
 		-p) port=$2; shift 2 ;;
 		-w) ready=$2; shift 2 ;;   # ready when the server prints this (ERE), not a TCP port
+		--udp) udp=$2; shift 2 ;;  # ready when the server has this UDP port
 		--persistent) persistent=1; shift ;;
 		*) break ;;
 		esac
@@ -584,6 +585,8 @@ mh_pair() {
 		init=$(cat "$pidf" 2>/dev/null)
 		if [ -n "$ready" ]; then
 			grep -Eq "$ready" "$PAIR_SERVER_OUT" 2>/dev/null && break
+		elif [ -n "$udp" ]; then
+			[ -n "$init" ] && udp_bound "$init" "$udp" && break
 		elif [ -n "$init" ] && listening "$init" "$port"; then
 			break
 		fi

@@ -7,10 +7,10 @@
 #           between containers of two hosts, loss, link down/up, the
 #           reorder/duplicate relay, etcd. They need no wire.
 # wire_*    verbs traffic between containers on two hosts over RoCEv2:
-#           pingpongs (data checked with -c), perftest, qperf, loss, link
-#           down, a killed daemon, jumbo frames. They skip until unirdmad
-#           takes --underlay and --cluster (daemons find each other's GIDs in
-#           the directory, etcd).
+#           pingpongs (data checked with -c), perftest, qperf, rdma_cm and
+#           rsockets programs, UCX and Open MPI (wire_rdmacm, wire_apps),
+#           loss, link down, a killed daemon, jumbo frames.  Daemons find
+#           each other's GIDs in the directory (etcd).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/mhlib.sh"
 
@@ -349,6 +349,107 @@ wire_rdmacm() {
 }
 add_case wire_rdmacm wire_rdmacm
 
+# wire_apps: the rest of issue 12's programs that must pass between
+# containers on two hosts (wire_rdmacm has rping, udaddy, ucmatose, rstream,
+# qperf -cm1, fi_pingpong and ib_write_bw -R): cmtime, mckey (a multicast
+# group across hosts), rdma_server/rdma_client, rdma_xserver/rdma_xclient,
+# riostream, rcopy, udpong, the other seven perftest tests with -R, and
+# UCX's rdmacm connection manager (io_demo of ucx-utils, data checked); and
+# Open MPI over UCX, a rank on each host (mpi_across).
+wire_apps() {
+	require_prog cmtime mckey rdma_server rdma_xserver riostream rcopy udpong sha256sum ib_send_bw io_demo \
+		mpirun orted NPopenmpi
+	local cm="env UNIRDMA_CM_DEBUG=1" ready='rdmacm: listening' t ok=0 failed=()
+	wire_setup || return 1
+	mh_pair -w "$ready" --persistent 1 h1v1 "$cm cmtime -c 10" 2 h2v1 "cmtime -s $SRV -c 10" || return 1
+	check "cmtime: the client timed connect and disconnect" \
+		sh -c "grep -Eq '^connect +:' '$PAIR_CLIENT_OUT' && grep -Eq '^disconnect +:' '$PAIR_CLIENT_OUT'"
+	mh_pair -w 'rdmacm: (listening|joined)' 1 h1v1 "$cm mckey -m 239.1.2.3 -b $SRV -C 4" \
+		2 h2v1 "mckey -m 239.1.2.3 -b $(mh_ip 2 1) -s -C 4" || return 1
+	check "mckey: the receiver on host 1 got the sender's messages from host 2" \
+		grep -q "^data transfers complete" "$PAIR_SERVER_OUT"
+	for t in rdma_server:rdma_client rdma_xserver:rdma_xclient; do
+		mh_pair -w "$ready" 1 h1v1 "$cm ${t%:*}" 2 h2v1 "${t#*:} -s $SRV" || return 1
+		check "${t%:*} / ${t#*:}: both say 'end 0'" \
+			sh -c "grep -qx '${t%:*}: end 0' '$PAIR_SERVER_OUT' && grep -qx '${t#*:}: end 0' '$PAIR_CLIENT_OUT'"
+	done
+	mh_pair -w "$ready" 1 h1v1 "$cm riostream -S 4096 -C 50 -T v" 2 h2v1 "riostream -s $SRV -S 4096 -C 50 -T v" ||
+		return 1
+	check "riostream (RDMA WRITEs into the peer's riomap, data checked by -T v): its result line" \
+		grep -Eq '^custom +4k +50 ' "$PAIR_CLIENT_OUT"
+	head -c 1048576 /dev/urandom >"$WORK/src.bin"
+	mh_pair -w "$ready" --persistent 1 h1v1 "$cm rcopy" 2 h2v1 "rcopy $WORK/src.bin $SRV:$WORK/dst.bin" || return 1
+	check "rcopy: the copy on host 1 has the source's checksum" \
+		test "$(sha256sum <"$WORK/src.bin")" = "$(sha256sum <"$WORK/dst.bin" 2>/dev/null)"
+	mh_pair --udp 7174 --persistent 1 h1v1 "udpong -b $SRV" 2 h2v1 "udpong -s $SRV -C 200 -S 1000" || return 1
+	check "udpong (UD rsockets): a result line" grep -Eq '^custom +1000 +200 ' "$PAIR_CLIENT_OUT"
+	for t in ib_send_bw ib_send_lat ib_write_lat ib_read_bw ib_read_lat ib_atomic_bw ib_atomic_lat; do
+		if mh_pair -w "$ready" 1 h1v1 "$cm $t -R -F -x 0 -n 100" 2 h2v1 "$t -R -F -x 0 -n 100 $SRV" &&
+		   grep -Eq '^ *[0-9]+ +100 ' "$PAIR_CLIENT_OUT"; then
+			ok=$((ok + 1))
+		else
+			failed+=("$t")
+		fi
+	done
+	check "7 more perftest tests with -R printed their results (failed: ${failed[*]:-none})" test "$ok" -eq 7
+	{
+		# UCP's client-server connection through UCX's rdmacm connection
+		# manager (service 0x0106 << 16 | port: RDMA_PS_TCP), then 3 s of
+		# checked writes and reads (-q)
+		local ucx="env UCX_TLS=rc_verbs,ud_verbs,self UCX_SOCKADDR_TLS_PRIORITY=rdmacm UNIRDMA_CM_DEBUG=1"
+		local io="io_demo -p 13337 -q -o read,write -d 1024:65536"
+		mh_pair -w "rdmacm: listening on service $(printf '0x%x' $((0x0106 << 16 | 13337)))" --persistent \
+			1 h1v1 "$ucx $io" 2 h2v1 "$ucx $io -i 10000000 -l 3s $SRV" || return 1
+		check "UCX over the rdmacm CM (io_demo): connected, data written and read back checked" awk '
+			/Connected to server/ { c = 1 }
+			/\[DEMO\] total / { for (i = 1; i < NF; i++) { if ($i == "read") r += $(i + 1); if ($i == "write") w += $(i + 1) } }
+			END { exit !(c && r > 0 && w > 0) }' "$PAIR_CLIENT_OUT"
+	}
+	mpi_across || return 1
+	wire_capture_ok
+	checks_result
+}
+add_case wire_apps wire_apps
+
+# mpi_across: Open MPI over UCX with a rank on each host (in wire_apps).  mpirun runs in a
+# launcher vRNIC's network on host 1 (exec --no-container --net, as the
+# README shows); its rsh agent is `unirdma rsh` against the daemon of the
+# host that serves the vRNIC named, so each orted, and its rank, starts in
+# a container of h1v1 on host 1 and of h2v1 on host 2.  NetPIPE checks every
+# message (-i) from 1 B to 1 MiB over pml ucx (rc_verbs: the wire).
+mpi_across() {
+	mh_cli 1 vrnic create hl --tenant t1 --ip "10.78.0.19/24" >/dev/null || return 1
+	cat >"$WORK/mh-rsh" <<EOF || return 1
+#!/bin/sh
+# mh-rsh VRNIC CMD...: unirdma rsh through the daemon of the host serving VRNIC
+case \$1 in
+h1*) s=${MH_STATE[1]} ;;
+h2*) s=${MH_STATE[2]} ;;
+*) echo "mh-rsh: no host serves \$1" >&2; exit 255 ;;
+esac
+exec "$UNIRDMA" --state-dir "\$s" rsh "\$@"
+EOF
+	chmod +x "$WORK/mh-rsh"
+	local before after
+	before=$(mh_cli 2 --json vrnic show h2v1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["vrnic"]["counters"]["rx_bytes"])')
+	say "+ mpirun -np 2 --host h1v1,h2v1 ... NPopenmpi -i (from the launcher hl on host 1)"
+	(cd "$WORK" && timeout 120 "$UNIRDMA" --state-dir "${MH_STATE[1]}" exec --no-container --net hl -- \
+		mpirun --allow-run-as-root --leave-session-attached -np 2 --host h1v1,h2v1 --bind-to none \
+		--mca plm_rsh_agent "$WORK/mh-rsh" --mca plm_rsh_no_tree_spawn 1 --mca routed direct \
+		--mca oob_tcp_if_include eth0 --mca pml ucx --mca btl self \
+		-x UCX_TLS=rc_verbs,ud_verbs,self -x OMPI_ALLOW_RUN_AS_ROOT=1 -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		NPopenmpi -i -p 0 -u 1048576 -n 3 -o /dev/stdout) >"$WORK/np.out" 2>&1
+	local rc=$? ok
+	after=$(mh_cli 2 --json vrnic show h2v1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["vrnic"]["counters"]["rx_bytes"])')
+	grep -v "^ *$" "$WORK/np.out" | tail -n "$([ $rc = 0 ] && echo 4 || echo 40)" | sed 's/^/  | /'
+	ok=$(grep -c 'Integrity check passed' "$WORK/np.out")
+	check "mpirun with a rank on each host ended well (exit code $rc)" test "$rc" = 0
+	check "every size from 1 B to 1 MiB passed NetPIPE's integrity check ($ok sizes, >= 35)" test "$ok" -ge 35
+	check "no size failed it" bash -c "! grep -qi 'integrity check fail' '$WORK/np.out'"
+	say "  h2v1 received $((after - before)) bytes"
+	check "the messages crossed hosts through the vRNICs (>= 4 MiB into h2v1)" test $((after - before)) -ge $((4 << 20))
+}
+
 wire_qperf() {
 	require_prog qperf
 	wire_setup || return 1
@@ -357,7 +458,7 @@ wire_qperf() {
 	# across hosts too (the QPN ranges in the directory)
 	mh_cli 1 vrnic set h1v1 --grhless-av on >/dev/null && mh_cli 2 vrnic set h2v1 --grhless-av on >/dev/null ||
 		die "vrnic set --grhless-av on failed"
-	mh_pair -p 19765 --persistent 1 h1v1 qperf 2 h2v1 "qperf $SRV -t 2 -m 1024 rc_bw rc_lat ud_bw ud_lat rc_rdma_write_bw rc_rdma_read_lat" ||
+	mh_pair -p 19765 --persistent 1 h1v1 qperf 2 h2v1 "qperf $SRV -t 1 -m 1024 rc_bw rc_lat ud_bw ud_lat rc_rdma_write_bw rc_rdma_read_lat" ||
 		return 1
 	check "qperf gave figures and no error" sh -c "! grep -Eiq 'error|fail|timed out' '$PAIR_CLIENT_OUT' && [ \$(grep -c ' = ' '$PAIR_CLIENT_OUT') -ge 6 ]"
 	check "no zero figure" sh -c "! awk '\$2 == \"=\" && \$3 + 0 <= 0' '$PAIR_CLIENT_OUT' | grep -q ."
