@@ -269,6 +269,7 @@ for h in d.get("hosts", []):
     print(f"h{k}.retransmits {c.get('retransmits', 0)}")
     print(f"h{k}.timeouts {c.get('timeouts', 0)}")
     print(f"h{k}.tail_probes {c.get('tail_probes', 0)}")
+    print(f"h{k}.held {c.get('held', 0)}")
     print(f"h{k}.naks_tx {sum(c.get('naks_tx', {}).values())}")
     print(f"h{k}.drops_psn {c.get('drops', {}).get('psn', 0)}")
 EOF
@@ -317,8 +318,8 @@ for k in (1, 2):
     print("host %d wire: %s packets sent per sendmsg-type call, %s received per receive call (%s / %s packets)" % (
         k, f(r(tp, tc), "%.2f"), f(r(rp, rc), "%.2f"), f(tp, "%.0f"), f(rp, "%.0f")))
 for k in (1, 2):
-    print("host %d RC: %s retransmitted, %s timeouts, %s tail-loss probes, %s NAKs sent, %s packets dropped out of sequence; UDP receive-buffer overflows %s (whole run)" % (
-        k, *(f(g("h%d.%s" % (k, x)), "%.0f") for x in ("retransmits", "timeouts", "tail_probes", "naks_tx", "drops_psn", "udp_rcvbuf_errors"))))
+    print("host %d RC: %s retransmitted, %s timeouts, %s tail-loss probes, %s NAKs sent, %s packets held after a gap, %s dropped out of sequence; UDP receive-buffer overflows %s (whole run)" % (
+        k, *(f(g("h%d.%s" % (k, x)), "%.0f") for x in ("retransmits", "timeouts", "tail_probes", "naks_tx", "held", "drops_psn", "udp_rcvbuf_errors"))))
 print("daemon CPU seconds per GB moved (ib_write_bw; host 1 = responder, host 2 = requester):")
 for n in ("wbw65536", "wbw1048576", "mr64"):
     b = g(n + ".bytes")

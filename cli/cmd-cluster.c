@@ -90,16 +90,16 @@ static int run_hosts(const struct cli_cmd *cmd, int argc, char **argv)
 		return rc;
 	}
 	hosts = jget(resp, "hosts");
-	printf("%-20s %-15s %-16s %-8s %5s %10s %10s %8s %8s %8s %8s\n", "HOST", "IP", "INCARNATION", "KIND", "GIDS",
-	       "TX_PKTS", "RX_PKTS", "RETRANS", "TIMEOUTS", "PROBES", "DROPS");
+	printf("%-20s %-15s %-16s %-8s %5s %10s %10s %8s %8s %8s %8s %8s\n", "HOST", "IP", "INCARNATION", "KIND", "GIDS",
+	       "TX_PKTS", "RX_PKTS", "RETRANS", "TIMEOUTS", "PROBES", "HELD", "DROPS");
 	for (size_t i = 0; hosts && i < json_object_array_length(hosts); i++) {
 		struct json_object *h = json_object_array_get_idx(hosts, i), *c = jget(h, "counters");
 		bool ext = json_object_get_boolean(jget(h, "external"));
 
-		printf("%-20s %-15s %-16s %-8s %5lld %10lld %10lld %8lld %8lld %8lld %8lld\n", jstr(h, "name"), jstr(h, "ip"),
-		       ext ? "-" : jstr(h, "incarnation"), ext ? "external" : "unirdma", jint(h, "gids"),
+		printf("%-20s %-15s %-16s %-8s %5lld %10lld %10lld %8lld %8lld %8lld %8lld %8lld\n", jstr(h, "name"),
+		       jstr(h, "ip"), ext ? "-" : jstr(h, "incarnation"), ext ? "external" : "unirdma", jint(h, "gids"),
 		       jint(c, "tx_packets"), jint(c, "rx_packets"), jint(c, "retransmits"), jint(c, "timeouts"),
-		       jint(c, "tail_probes"), sum(jget(c, "drops")));
+		       jint(c, "tail_probes"), jint(c, "held"), sum(jget(c, "drops")));
 		print_nonzero("    naks sent: ", jget(c, "naks_tx"));
 		print_nonzero("    naks received: ", jget(c, "naks_rx"));
 		print_nonzero("    drops: ", jget(c, "drops"));

@@ -1985,6 +1985,7 @@ static json_object *counters_json(const struct wire_counters *c)
 	ADD_U64(o, "retransmits", c->retransmits);
 	ADD_U64(o, "timeouts", c->timeouts);
 	ADD_U64(o, "tail_probes", c->tail_probes);
+	ADD_U64(o, "held", c->held);
 	ADD_U64(o, "acks_tx", c->acks_tx);
 	ADD_U64(o, "acks_rx", c->acks_rx);
 	x = json_object_new_object();

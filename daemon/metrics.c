@@ -186,6 +186,9 @@ static const struct family wire_fams[] = {
 	{ "unirdma_wire_timeouts_total", "counter", "Retransmission timer expiries for the host.", WCNT(timeouts), 1 },
 	{ "unirdma_wire_tail_probes_total", "counter", "Tail-loss probes: last packets sent again to the host.",
 	  WCNT(tail_probes), 1 },
+	{ "unirdma_wire_held_total", "counter",
+	  "Packets from the host after a gap, held until it was filled (only its lost packets came again).",
+	  WCNT(held), 1 },
 	{ "unirdma_wire_acks_tx_total", "counter", "ACKs sent to the host.", WCNT(acks_tx), 1 },
 	{ "unirdma_wire_acks_rx_total", "counter", "ACKs received from the host.", WCNT(acks_rx), 1 },
 };

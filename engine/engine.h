@@ -82,6 +82,7 @@ struct wire_counters {
 	uint64_t retransmits;           /* packets sent again (timeout or NAK) */
 	uint64_t timeouts;              /* retransmission timer expiries */
 	uint64_t tail_probes;           /* last packets sent again after 2 srtt without an ACK */
+	uint64_t held;                  /* packets after a gap held by a responder (unirdma peers) */
 	uint64_t acks_tx, acks_rx;
 	uint64_t naks_tx[WNAK_NUM], naks_rx[WNAK_NUM];
 	uint64_t drops[WDROP_NUM];

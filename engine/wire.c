@@ -377,6 +377,9 @@ void wire_qp_forget(struct vr_qp *qp)
 				*pp = q->timer_next;
 				break;
 			}
+	if (q->ooo && w)
+		w->ooo_alloc -= (uint64_t)WIRE_OOO_SLOTS * q->ooo_bytes;
+	free(q->ooo);
 	free(q->ring);
 	free(q);
 	qp->eng.wire = NULL;
@@ -992,10 +995,10 @@ static void log_counters(const char *who, const struct wire_counters *c)
 	for (int i = 0; i < WDROP_NUM; i++)
 		if (c->drops[i] && n < sizeof(drops))
 			n += (size_t)snprintf(drops + n, sizeof(drops) - n, " %d:%llu", i, (unsigned long long)c->drops[i]);
-	log_info("fabric %s: tx %llu rx %llu retransmits %llu timeouts %llu probes %llu acks %llu/%llu naks seq %llu/%llu rnr %llu/%llu drops%s",
+	log_info("fabric %s: tx %llu rx %llu retransmits %llu timeouts %llu probes %llu held %llu acks %llu/%llu naks seq %llu/%llu rnr %llu/%llu drops%s",
 		 who, (unsigned long long)c->tx_pkts, (unsigned long long)c->rx_pkts,
 		 (unsigned long long)c->retransmits, (unsigned long long)c->timeouts,
-		 (unsigned long long)c->tail_probes,
+		 (unsigned long long)c->tail_probes, (unsigned long long)c->held,
 		 (unsigned long long)c->acks_tx, (unsigned long long)c->acks_rx,
 		 (unsigned long long)c->naks_tx[WNAK_SEQ], (unsigned long long)c->naks_rx[WNAK_SEQ],
 		 (unsigned long long)c->naks_tx[WNAK_RNR], (unsigned long long)c->naks_rx[WNAK_RNR], drops);

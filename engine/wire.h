@@ -36,6 +36,8 @@
 #define WIRE_WINDOW      128            /* unacknowledged PSNs (RXE_MAX_UNACKED_PSNS) */
 #define WIRE_ACK_EVERY   64             /* AckReq at least every this many packets */
 #define WIRE_MAX_INFLIGHT 256           /* WQEs in flight per QP */
+#define WIRE_OOO_SLOTS   WIRE_WINDOW    /* packets a responder holds after a gap */
+#define WIRE_OOO_MAX_BYTES (64u << 20)  /* held packets' buffers, all QPs of a daemon */
 #define WIRE_MAX_RES     128            /* responder resources (READ, atomics) kept */
 #define GRH_BYTES        40u
 #define WIRE_SPORTS      16             /* UDP source ports the QPs spread over (a power of two) */
@@ -103,6 +105,7 @@ struct engine_wire {
 	uint32_t dev_mtu;
 	uint32_t port_mtu;              /* enum ibv_mtu */
 	int ifindex;                    /* the underlay's: multicast goes out there */
+	uint64_t ooo_alloc;             /* bytes of the QPs' held-packet buffers */
 	pthread_t thread;
 	bool started;
 	uint64_t next_timer;            /* earliest RTO/RNR deadline (0: scan now) */
@@ -168,6 +171,7 @@ struct wire_qp {
 	uint32_t backoff;               /* resend timer doublings since progress */
 	uint32_t back_psn;              /* the last PSN-sequence NAK gone back for, */
 	uint64_t back_at;               /* and when */
+	bool sel_wait;                  /* only back_psn went again (AETH_HELD): its ACK is due */
 	uint64_t probe_at;              /* RTT sample: sent at, and its PSN */
 	uint32_t probe_psn;
 	uint32_t ring_n;                /* in-flight slots (power of two) */
@@ -178,6 +182,13 @@ struct wire_qp {
 	uint32_t msn;
 	bool nak_sent;                  /* a PSN-sequence NAK went out for this gap, */
 	uint64_t nak_at;                /* at this time */
+	/* packets after a gap from a unirdma peer, held (by PSN) until the
+	 * gap is filled, then taken in order: that peer sends again only what
+	 * was lost (wire_rc.c, ooo_hold) */
+	uint8_t *ooo;                   /* WIRE_OOO_SLOTS entries of ooo_bytes, or NULL */
+	uint32_t ooo_bytes;             /* one entry: struct wire_ooo + mtu */
+	uint32_t ooo_n;                 /* entries held */
+	bool ooo_lost;                  /* one after the gap was dropped, not held */
 	uint8_t in_msg;                 /* 0, or ROCE_F_SEND / ROCE_F_WRITE in progress */
 	bool rx_wqe;                    /* a receive WQE is taken by the SEND in progress */
 	bool uc_drop;                   /* UC: dropping until a FIRST or ONLY */

@@ -21,6 +21,11 @@
  * ring of responder resources.  No receive WQE: RNR NAK with min_rnr_timer.
  * Class C errors (access, invalid request) NAK and move the QP to error.
  *
+ * Between unirdma daemons (not with external peers), a responder holds the
+ * SEND and WRITE packets that come after a gap and says so in its NAK; the
+ * requester then sends only the lost packet again (selective resend), and
+ * the held ones go in once it arrives (ooo_hold, below).
+ *
  * UC (IB spec 9.8.2, as rxe) runs through the same code with the UC opcodes
  * (RC's + 0x20): the requester sends without AckReq, window or timer and
  * completes a WQE once its last packet is out; the responder sends nothing
@@ -42,6 +47,11 @@
 #define AETH_ACK      0x1f      /* ACK, credits "unlimited" as rxe sends it */
 #define AETH_RNR      0x20
 #define AETH_NAK      0x60
+/* Bit 7 of the syndrome, reserved in the spec (0 from rxe and RNICs), on a
+ * PSN-sequence NAK between unirdma daemons: the responder holds packets
+ * after the gap (ooo_hold), so only the lost one need go again.  An older
+ * unirdma requester masks it off and goes back, as for any NAK. */
+#define AETH_HELD     0x80
 #define NAK_SEQ       0
 #define NAK_INV       1
 #define NAK_ACCESS    2
@@ -51,6 +61,8 @@ static const uint32_t rnr_10ns[32] = {
 	65536000, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768,
 	1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
 };
+
+static void ooo_clear(struct wire_qp *q);
 
 static uint64_t rto_ns(const struct vr_qp *qp)
 {
@@ -114,8 +126,10 @@ void wire_rc_sync(struct vr_qp *qp)
 	if (mtu > port)
 		mtu = port;
 	q->mtu = 128u << mtu;
-	if (qp->state == IBV_QPS_RTR)
+	if (qp->state == IBV_QPS_RTR) {
 		q->epsn = qp->attr.rq_psn & 0xffffff;
+		ooo_clear(q);
+	}
 	if (q->next_idx == qp->sq.q.own && !q->cur_open) {
 		q->psn = q->una = q->psn_max = qp->attr.sq_psn & 0xffffff;
 		q->next_idx = qp->sq.q.own;
@@ -427,7 +441,8 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
  * the spec says. */
 #define RESEND_MIN_NS (1000ull * 1000)
 #define TLP_MIN_NS    (100ull * 1000)   /* a tail-loss probe waits 2 srtt, at least this */
-#define RENAK_NS      (200ull * 1000)   /* a responder NAKs a gap again after this (responder()) */
+#define RENAK_NS      (200ull * 1000)  /* a responder NAKs a gap again after this (responder()) */
+#define RENAK_HELD_NS (50ull * 1000)   /* ... to a unirdma peer: it resends only the one packet */
 
 static uint64_t resend_ns(const struct vr_qp *qp, const struct wire_qp *q)
 {
@@ -462,6 +477,37 @@ static void arm_rto(struct vr_qp *qp, struct wire_qp *q, uint64_t now)
 	wire_timer_arm(qp->vr->d->eng.wire, q, q->tlp_at ? q->tlp_at : q->rto_at);
 }
 
+/* Sends packet psn again, with AckReq, from the started SEND or WRITE that
+ * holds it (only those: a READ request asks for every response again, an
+ * atomic is replayed by the responder anyway).  false when none does, or it
+ * cannot go now (the resend timer finds what is wrong). */
+static bool resend_psn(struct vr_qp *qp, struct wire_qp *q, uint32_t psn, struct engine_host **host)
+{
+	struct vsge local[ENGINE_MAX_SGE];
+	const struct urd_opcode_info *op;
+	uint32_t n;
+
+	if (qp->state != IBV_QPS_RTS || psn_diff(psn, q->una) < 0 || psn_diff(psn, q->psn_max) >= 0)
+		return false;
+	for (uint32_t idx = qp->sq.q.own; idx != q->next_idx; idx++) {
+		struct wire_wqe *e = wire_slot(q, idx);
+		int32_t k = psn_diff(psn, e->first_psn);
+
+		if (k < 0 || (uint32_t)k >= e->npkts)
+			continue;
+		op = urd_opcode(wqe_of(e)->opcode, qp->type);
+		if (e->failed || !op || (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC | URD_OPF_LOCAL)))
+			return false;
+		if (!wire_rc_may_send(qp, q, host) || wqe_gather(qp, e, op, local, &n, 1u << qp->sq.q.shift))
+			return false;
+		send_packet(qp, q, e, op, local, n, (uint32_t)k, *host, true);
+		wire_flush(qp->vr->d->eng.wire);
+		q->probe_at = 0;        /* no RTT sample across a resend */
+		return true;
+	}
+	return false;
+}
+
 /* A tail-loss probe (the idea of RFC 8985, on go-back-N): no ACK for two
  * round trips, so the last packet sent goes again, with AckReq.  If it was
  * that packet that was lost (the last before the window filled or the
@@ -475,35 +521,14 @@ static void arm_rto(struct vr_qp *qp, struct wire_qp *q, uint64_t now)
  * every response again, an atomic is replayed by the responder anyway. */
 static void tail_probe(struct vr_qp *qp, struct wire_qp *q)
 {
-	uint32_t last = (q->psn - 1) & 0xffffff, idx, n;
-	struct vsge local[ENGINE_MAX_SGE];
-	const struct urd_opcode_info *op;
 	struct engine_host *host = NULL;
-	struct wire_wqe *e;
-	int32_t k;
 
 	q->tlp_sent = true;
-	if (qp->state != IBV_QPS_RTS || psn_diff(q->psn, q->una) <= 0 || qp->sq.q.own == q->next_idx)
+	/* after a selective resend the packet most likely lost is that one
+	 * (or its ACK): the probe asks for it, not for the last */
+	if (psn_diff(q->psn, q->una) <= 0 ||
+	    !resend_psn(qp, q, q->sel_wait && q->back_psn == q->una ? q->una : (q->psn - 1) & 0xffffff, &host))
 		return;
-	/* the WQE that holds it: the open one, or the one started before */
-	if (q->cur_open && q->cur_pkt)
-		idx = q->cur_idx;
-	else
-		idx = (q->cur_open ? q->cur_idx : q->next_idx) - 1;
-	if (idx - qp->sq.q.own >= q->next_idx - qp->sq.q.own)
-		return;
-	e = wire_slot(q, idx);
-	k = psn_diff(last, e->first_psn);
-	op = urd_opcode(wqe_of(e)->opcode, qp->type);
-	if (e->failed || k < 0 || (uint32_t)k >= e->npkts || !op ||
-	    (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC | URD_OPF_LOCAL)))
-		return;
-	if (!wire_rc_may_send(qp, q, &host) ||
-	    wqe_gather(qp, e, op, local, &n, 1u << qp->sq.q.shift))
-		return;         /* the resend timer finds what is wrong */
-	send_packet(qp, q, e, op, local, n, (uint32_t)k, host, true);
-	wire_flush(qp->vr->d->eng.wire);
-	q->probe_at = 0;        /* no RTT sample across a resend */
 	if (host)
 		host->cnt.tail_probes++;
 	else
@@ -728,6 +753,7 @@ static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t
 	q->progress_at = now;
 	q->backoff = 0;
 	q->tlp_sent = false;
+	q->sel_wait = false;
 	if (q->probe_at && psn_diff(una, q->probe_psn) > 0) {
 		/* a round trip: smoothed as TCP does (RFC 6298) */
 		uint64_t rtt = now - q->probe_at;
@@ -909,7 +935,18 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 			nak_una(qp, q, psn);
 			rx->cnt->retransmits++;
 			cwnd_loss(q);
-			go_back(qp, q);
+			/* a unirdma responder that holds what came after the gap:
+			 * only the lost packet goes again (a selective resend, as
+			 * RNICs with out-of-order placement do among themselves);
+			 * else, or for a READ or atomic, go-back-N */
+			{
+				struct engine_host *h = NULL;
+
+				q->sel_wait = (syn & AETH_HELD) && rx->host && !rx->host->external &&
+					      resend_psn(qp, q, psn, &h);
+				if (!q->sel_wait)
+					go_back(qp, q);
+			}
 			arm_rto(qp, q, now);
 			break;
 		default:
@@ -1347,7 +1384,135 @@ static void do_atomic(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx)
 	count_rx(qp, rx->h.opcode == ROCE_RC_CMP_SWAP ? URD_WR_ATOMIC_CMP_AND_SWP : URD_WR_ATOMIC_FETCH_AND_ADD, 8);
 }
 
+/* ---- out-of-order packets of a unirdma peer ---------------------------------
+ *
+ * Go-back-N makes a requester send the whole window again for one lost
+ * packet, and the responder drop everything after the gap until it comes:
+ * at 1 % loss that is a fifth of the link.  Between unirdma daemons the
+ * responder holds the SEND and WRITE packets that arrive after a gap (a copy
+ * each, by PSN, at most WIRE_OOO_SLOTS: the requester never has more in
+ * flight), says so in its NAK (AETH_HELD), and once the gap is filled takes
+ * them in order, as if they had just arrived; the requester sends only the
+ * lost packet again.  A packet it could not hold (no memory, a READ or an
+ * atomic) makes its NAKs plain until nothing is held, and the requester goes
+ * back as with any RoCE peer.  External peers (kernel rxe, RNICs) get plain
+ * go-back-N. */
+struct wire_ooo {
+	bool used;
+	uint32_t fl;
+	struct roce_hdr h;              /* h.payload: repointed to data when taken */
+	uint8_t data[];
+};
+
+static struct wire_ooo *ooo_slot(struct wire_qp *q, uint32_t psn)
+{
+	return (struct wire_ooo *)(q->ooo + (size_t)(psn % WIRE_OOO_SLOTS) * q->ooo_bytes);
+}
+
+/* Holds rx (dp packets after the expected PSN); false if it cannot. */
+static bool ooo_hold(struct vr_qp *qp, struct wire_qp *q, const struct wire_rx *rx, uint32_t fl, int32_t dp)
+{
+	struct engine_wire *w = qp->vr->d->eng.wire;
+	struct wire_ooo *o;
+
+	if (!rx->host || rx->host->external || dp >= (int32_t)WIRE_OOO_SLOTS ||
+	    !(fl & (ROCE_F_SEND | ROCE_F_WRITE)) || rx->h.payload_len > q->mtu)
+		return false;
+	if (!q->ooo) {
+		uint64_t bytes = (uint64_t)WIRE_OOO_SLOTS * (sizeof(struct wire_ooo) + q->mtu);
+
+		if (!w || w->ooo_alloc + bytes > WIRE_OOO_MAX_BYTES)
+			return false;
+		q->ooo = calloc(WIRE_OOO_SLOTS, sizeof(struct wire_ooo) + q->mtu);
+		if (!q->ooo)
+			return false;
+		q->ooo_bytes = (uint32_t)(sizeof(struct wire_ooo) + q->mtu);
+		w->ooo_alloc += bytes;
+	}
+	if (rx->h.payload_len + sizeof(struct wire_ooo) > q->ooo_bytes)
+		return false;   /* (the MTU grew since: RTR again) */
+	o = ooo_slot(q, rx->h.psn);
+	if (o->used) {
+		if (o->h.psn == rx->h.psn)
+			return true;    /* held already: a duplicate */
+		if (psn_diff(o->h.psn, q->epsn) >= 0)
+			return false;
+		o->used = false;        /* stale: before the expected PSN */
+		q->ooo_n--;
+	}
+	o->used = true;
+	o->fl = fl;
+	o->h = rx->h;
+	memcpy(o->data, rx->h.payload, rx->h.payload_len);
+	q->ooo_n++;
+	rx->cnt->held++;
+	return true;
+}
+
+/* Forgets what is held (the QP's PSNs start again, it failed). */
+static void ooo_clear(struct wire_qp *q)
+{
+	if (q->ooo)
+		for (uint32_t i = 0; i < WIRE_OOO_SLOTS; i++)
+			((struct wire_ooo *)(q->ooo + (size_t)i * q->ooo_bytes))->used = false;
+	q->ooo_n = 0;
+	q->ooo_lost = false;
+}
+
+static void responder_one(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint32_t fl, uint64_t now);
+
+/* The packet at epsn went in: the held ones that follow it go in too, in
+ * order; an ACK for all of them, and a NAK for the next gap if more is held. */
 static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint32_t fl, uint64_t now)
+{
+	uint32_t taken = 0, epsn = q->epsn;
+	struct wire_rx held;
+
+	responder_one(qp, q, rx, fl, now);
+	if (rx->h.psn != epsn)
+		return;         /* out of sequence (held or not), a duplicate */
+	if (!q->ooo_n) {
+		q->ooo_lost = false;
+		return;
+	}
+	held = *rx;             /* the same peer, host and counters */
+	while (q->ooo_n && (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)) {
+		struct wire_ooo *o = ooo_slot(q, q->epsn);
+		uint32_t before = q->epsn;
+
+		if (!o->used || o->h.psn != q->epsn)
+			break;
+		o->used = false;
+		q->ooo_n--;
+		held.h = o->h;
+		held.h.payload = o->data;
+		responder_one(qp, q, &held, o->fl, now);
+		if (q->epsn == before)
+			break;  /* not taken (no receive WQE: RNR; an error) */
+		taken++;
+	}
+	if (q->ooo_n)                   /* anything before epsn is stale */
+		for (uint32_t i = 0; i < WIRE_OOO_SLOTS; i++) {
+			struct wire_ooo *o = (struct wire_ooo *)(q->ooo + (size_t)i * q->ooo_bytes);
+
+			if (o->used && psn_diff(o->h.psn, q->epsn) < 0) {
+				o->used = false;
+				q->ooo_n--;
+			}
+		}
+	if (!q->ooo_n)
+		q->ooo_lost = false;
+	if (!taken)
+		return;
+	send_ack(qp, q, rx, ROCE_RC_ACK, AETH_ACK, (q->epsn - 1) & 0xffffff, 0);
+	if (q->ooo_n && !q->nak_sent) {
+		q->nak_sent = true;
+		q->nak_at = now;
+		send_ack(qp, q, rx, ROCE_RC_ACK, AETH_NAK | NAK_SEQ | (q->ooo_lost ? 0 : AETH_HELD), q->epsn, 0);
+	}
+}
+
+static void responder_one(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint32_t fl, uint64_t now)
 {
 	int32_t dp = psn_diff(rx->h.psn, q->epsn);
 	bool ok;
@@ -1371,15 +1536,21 @@ static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, u
 		dp = 0;
 	}
 	if (dp > 0) {
+		bool held = qp->type == IBV_QPT_RC && ooo_hold(qp, q, rx, fl, dp);
+
+		if (!held)
+			q->ooo_lost = true;
 		/* one NAK per gap (as rxe), but again for a packet that
 		 * asks for an ACK once RENAK_NS passed: the NAK or the first
 		 * packet sent again after it was lost too, and the requester
 		 * would otherwise wait for its timer (its tail-loss probe asks) */
-		if (!q->nak_sent || (rx->h.ackreq && now - q->nak_at >= RENAK_NS)) {
+		if (!q->nak_sent ||
+		    (rx->h.ackreq && now - q->nak_at >= (rx->host && !rx->host->external ? RENAK_HELD_NS : RENAK_NS))) {
 			q->nak_sent = true;
 			q->nak_at = now;
-			send_ack(qp, q, rx, ROCE_RC_ACK, AETH_NAK | NAK_SEQ, q->epsn, 0);
-		} else {
+			send_ack(qp, q, rx, ROCE_RC_ACK,
+				 AETH_NAK | NAK_SEQ | (q->ooo_n && !q->ooo_lost ? AETH_HELD : 0), q->epsn, 0);
+		} else if (!held) {
 			rx->cnt->drops[WDROP_PSN]++;
 		}
 		return;
