@@ -1612,6 +1612,16 @@ int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		}
 	}
 out:
+	/* POLLERR on a socket whose connect failed: errno says why (what
+	 * SO_ERROR would), for the programs that perror() after rpoll, as
+	 * rstream does: "Connection refused", not a stale EAGAIN */
+	for (i = 0; ret > 0 && rss && i < nfds; i++)
+		if (rss[i] && (fds[i].revents & POLLERR)) {
+			pthread_mutex_lock(&rss[i]->lock);
+			if (rss[i]->state == RS_CONNECT_ERROR && rss[i]->err)
+				errno = rss[i]->err;
+			pthread_mutex_unlock(&rss[i]->lock);
+		}
 	free(rss);
 	free(w);
 	return ret;

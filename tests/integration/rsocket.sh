@@ -37,6 +37,21 @@ case_rstream_async() {
 	checks_result
 }
 
+# refused: an asynchronous connect (rstream's default) to a port nobody
+# listens on fails in rpoll with POLLERR, and errno then says why, as
+# SO_ERROR would: rstream prints "rpoll: Connection refused" (errno was
+# stale before, e.g. "Resource temporarily unavailable")
+case_refused() {
+	require_prog rstream
+	local out rc
+	out=$(timeout 20 "$UNIRDMA" exec "$VR_B" -- rstream -s "$IP_A" -p 7999 -C 1 2>&1)
+	rc=$?
+	sed 's/^/  | /' <<<"$out"
+	check "rstream to a port nobody listens on fails (exit code $rc), at once" test "$rc" -ne 0 -a "$rc" -ne 124
+	check "rpoll's errno is the refusal" grep -q '^rpoll: Connection refused' <<<"$out"
+	checks_result
+}
+
 # riostream: riomap on both sides, riowrite (plain RDMA WRITEs into the
 # peer's mapping), rrecv/rsend for the handshake.
 case_riostream() {
@@ -72,6 +87,7 @@ case_udpong() {
 add_case rstream case_rstream
 add_case rstream_blocking case_rstream_blocking
 add_case rstream_async case_rstream_async
+add_case refused case_refused
 add_case riostream case_riostream
 add_case rcopy case_rcopy
 add_case udpong case_udpong
