@@ -441,8 +441,11 @@ mh_pcap_check() {
 	fi
 	lua=${UNIRDMA_ICRC_LUA:-$TOP/../shared/tools/roce_icrc.lua}
 	if [ -r "$lua" ]; then
-		bad=$(tshark -X "lua_script:$lua" --disable-protocol rpcordma -r "$f" -Y 'roce_icrc.ok == 0' 2>/dev/null | wc -l)
-		n=$(tshark -X "lua_script:$lua" --disable-protocol rpcordma -r "$f" -Y 'roce_icrc.ok == 1' 2>/dev/null | wc -l)
+		# one pass (the script's ICRC takes ~2 s for 2000 full frames):
+		# each frame's roce_icrc.ok, 1 right, 0 wrong
+		read -r n bad < <(tshark -X "lua_script:$lua" --disable-protocol rpcordma -r "$f" -T fields -e roce_icrc.ok 2>/dev/null |
+			awk -F, '{ for (i = 1; i <= NF; i++) { if ($i == "1") ok++; else if ($i == "0") wrong++ } }
+				END { print ok + 0, wrong + 0 }')
 		say "  roce_icrc.lua: $n frames with a right ICRC, $bad wrong"
 		[ "$bad" -eq 0 ] && [ "$n" -gt 0 ] || rc=1
 	fi
