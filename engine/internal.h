@@ -139,6 +139,12 @@ struct vr_qp *cm_steer(struct urd_vrnic *vr, const uint8_t *mad, uint32_t len);
 #define CM_MAD_BYTES 256
 bool cm_served(const struct urd_vrnic *vr);
 bool cm_orphan_answer(const struct urd_vrnic *vr, const uint8_t *mad, uint32_t len, uint8_t out[CM_MAD_BYTES]);
+/* The QP takes requests (RTR and after, until an error or a drain ends). */
+static inline bool qp_can_receive(const struct vr_qp *qp)
+{
+	return qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD;
+}
+
 /* The QPN a QP's datagrams carry as their source: 1 for a CM agent. */
 static inline uint32_t qp_src_qpn(const struct vr_qp *qp)
 {

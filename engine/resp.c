@@ -339,7 +339,7 @@ enum resp_result resp_handle(struct vr_qp *qp, struct packet *pkt)
 	bool last = pkt->off + pkt->len == pkt->total;
 	struct vsge t;
 
-	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+	if (!qp_can_receive(qp))
 		return RESP_SILENT;
 	if (qp->type != pkt->src->type)
 		return RESP_SILENT;

@@ -56,7 +56,7 @@ static void cm_answer_orphan(struct urd_vrnic *vr, struct vr_qp *src, const stru
 	struct recv_info ri = { .src_qpn = URD_GSI_QPN, .grh = grh };
 
 	if (pkt->len < CM_MAD_BYTES || src->attr.qkey != ROCE_GSI_QKEY ||
-	    (src->state != IBV_QPS_RTR && src->state != IBV_QPS_RTS && src->state != IBV_QPS_SQD))
+	    !qp_can_receive(src))
 		return;
 	vsge_read(&d->eng, req, pkt->local, pkt->nlocal, 0, CM_MAD_BYTES);
 	if (!cm_orphan_answer(vr, req, CM_MAD_BYTES, rep))

@@ -494,7 +494,7 @@ static void wire_mcast_rx(struct urd_daemon *d, struct wire_rx *rx, const char *
 		if (strcmp(qp->vr->tenant, tenant) || qp->vr->failed)
 			continue;
 		n++;
-		if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		if (!qp_can_receive(qp))
 			rx->cnt->drops[WDROP_QP_STATE]++;
 		else
 			wire_ud_rx(qp, rx, udp_len);
@@ -642,7 +642,7 @@ static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, ui
 			rx.cnt->drops[WDROP_TRANSPORT]++;
 			return;
 		}
-		if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
+		if (!qp_can_receive(qp)) {
 			rx.cnt->drops[WDROP_QP_STATE]++;
 			return;
 		}

@@ -64,6 +64,13 @@ static const uint32_t rnr_10ns[32] = {
 
 static void ooo_clear(struct wire_qp *q);
 
+/* The packet came from another unirdmad (not an admitted external peer):
+ * it holds out-of-order packets and resends selectively (AETH_HELD). */
+static bool from_unirdma(const struct wire_rx *rx)
+{
+	return rx->host && !rx->host->external;
+}
+
 static uint64_t rto_ns(const struct vr_qp *qp)
 {
 	uint32_t t = qp->attr.timeout;
@@ -138,6 +145,12 @@ void wire_rc_sync(struct vr_qp *qp)
 	q->rnr_left = qp->attr.rnr_retry;
 }
 
+/* ns from now to deadline at (0: off; 1: due) */
+static uint64_t ns_until(uint64_t at, uint64_t now)
+{
+	return at > now ? at - now : at ? 1 : 0;
+}
+
 bool engine_qp_wire(const struct vr_qp *qp, struct engine_qp_wire *s)
 {
 	const struct wire_qp *q = qp->eng.wire;
@@ -162,9 +175,9 @@ bool engine_qp_wire(const struct vr_qp *qp, struct engine_qp_wire *s)
 	s->nak_sent = q->nak_sent;
 	s->tlp_sent = q->tlp_sent;
 	s->srtt_ns = q->srtt;
-	s->rto_in_ns = q->rto_at > now ? q->rto_at - now : q->rto_at ? 1 : 0;
-	s->tlp_in_ns = q->tlp_at > now ? q->tlp_at - now : q->tlp_at ? 1 : 0;
-	s->rnr_in_ns = q->rnr_at > now ? q->rnr_at - now : q->rnr_at ? 1 : 0;
+	s->rto_in_ns = ns_until(q->rto_at, now);
+	s->tlp_in_ns = ns_until(q->tlp_at, now);
+	s->rnr_in_ns = ns_until(q->rnr_at, now);
 	return true;
 }
 
@@ -942,8 +955,7 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 			{
 				struct engine_host *h = NULL;
 
-				q->sel_wait = (syn & AETH_HELD) && rx->host && !rx->host->external &&
-					      resend_psn(qp, q, psn, &h);
+				q->sel_wait = (syn & AETH_HELD) && from_unirdma(rx) && resend_psn(qp, q, psn, &h);
 				if (!q->sel_wait)
 					go_back(qp, q);
 			}
@@ -1404,9 +1416,14 @@ struct wire_ooo {
 	uint8_t data[];
 };
 
+static struct wire_ooo *ooo_entry(struct wire_qp *q, uint32_t i)
+{
+	return (struct wire_ooo *)(q->ooo + (size_t)i * q->ooo_bytes);
+}
+
 static struct wire_ooo *ooo_slot(struct wire_qp *q, uint32_t psn)
 {
-	return (struct wire_ooo *)(q->ooo + (size_t)(psn % WIRE_OOO_SLOTS) * q->ooo_bytes);
+	return ooo_entry(q, psn % WIRE_OOO_SLOTS);
 }
 
 /* Holds rx (dp packets after the expected PSN); false if it cannot. */
@@ -1415,7 +1432,7 @@ static bool ooo_hold(struct vr_qp *qp, struct wire_qp *q, const struct wire_rx *
 	struct engine_wire *w = qp->vr->d->eng.wire;
 	struct wire_ooo *o;
 
-	if (!rx->host || rx->host->external || dp >= (int32_t)WIRE_OOO_SLOTS ||
+	if (!from_unirdma(rx) || dp >= (int32_t)WIRE_OOO_SLOTS ||
 	    !(fl & (ROCE_F_SEND | ROCE_F_WRITE)) || rx->h.payload_len > q->mtu)
 		return false;
 	if (!q->ooo) {
@@ -1454,7 +1471,7 @@ static void ooo_clear(struct wire_qp *q)
 {
 	if (q->ooo)
 		for (uint32_t i = 0; i < WIRE_OOO_SLOTS; i++)
-			((struct wire_ooo *)(q->ooo + (size_t)i * q->ooo_bytes))->used = false;
+			ooo_entry(q, i)->used = false;
 	q->ooo_n = 0;
 	q->ooo_lost = false;
 }
@@ -1476,7 +1493,7 @@ static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, u
 		return;
 	}
 	held = *rx;             /* the same peer, host and counters */
-	while (q->ooo_n && (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)) {
+	while (q->ooo_n && qp_can_receive(qp)) {
 		struct wire_ooo *o = ooo_slot(q, q->epsn);
 		uint32_t before = q->epsn;
 
@@ -1493,7 +1510,7 @@ static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, u
 	}
 	if (q->ooo_n)                   /* anything before epsn is stale */
 		for (uint32_t i = 0; i < WIRE_OOO_SLOTS; i++) {
-			struct wire_ooo *o = (struct wire_ooo *)(q->ooo + (size_t)i * q->ooo_bytes);
+			struct wire_ooo *o = ooo_entry(q, i);
 
 			if (o->used && psn_diff(o->h.psn, q->epsn) < 0) {
 				o->used = false;
@@ -1517,7 +1534,7 @@ static void responder_one(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *r
 	int32_t dp = psn_diff(rx->h.psn, q->epsn);
 	bool ok;
 
-	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
+	if (!qp_can_receive(qp)) {
 		rx->cnt->drops[WDROP_QP_STATE]++;
 		return;
 	}
@@ -1545,7 +1562,7 @@ static void responder_one(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *r
 		 * packet sent again after it was lost too, and the requester
 		 * would otherwise wait for its timer (its tail-loss probe asks) */
 		if (!q->nak_sent ||
-		    (rx->h.ackreq && now - q->nak_at >= (rx->host && !rx->host->external ? RENAK_HELD_NS : RENAK_NS))) {
+		    (rx->h.ackreq && now - q->nak_at >= (from_unirdma(rx) ? RENAK_HELD_NS : RENAK_NS))) {
 			q->nak_sent = true;
 			q->nak_at = now;
 			send_ack(qp, q, rx, ROCE_RC_ACK,
