@@ -216,10 +216,7 @@ segment 1
 # counts: single runs on this shared machine vary by a third.
 # h2_count KEY: host 2's (the requester's) counter KEY summed over its peers
 # (timeouts: resend timer expiries; tail_probes: tail-loss probes)
-h2_count() {
-	mh_cli 2 --json hosts 2>/dev/null | python3 -c 'import json, sys
-print(sum(h.get("counters", {}).get(sys.argv[1], 0) for h in json.load(sys.stdin).get("hosts", [])))' "$1" 2>/dev/null || echo 0
-}
+h2_count() { mh_hosts_count 2 "$1"; }
 for ((rep = 1; rep <= LOSS_REPS; rep++)); do
 	t0=$(h2_count timeouts) p0=$(h2_count tail_probes)
 	pt_bw "loss0_$rep" ib_write_bw -s 65536 -n "$(iters "$LOSS_BYTES" 65536 100000)"

@@ -244,6 +244,23 @@ tx_bytes_of() {
 
 # ---- server/client pairs -----------------------------------------------------
 
+# perftest_cm RUN PROG...: each perftest PROG with its connection through
+# rdma_cm, run by the caller's pair function `RUN PROG` (with -R -n 100);
+# PERF_OK counts those whose client printed its result line (the message
+# size, then the 100 iterations), PERF_FAILED names the others.
+perftest_cm() {
+	local run=$1 t
+	shift
+	PERF_OK=0 PERF_FAILED=()
+	for t in "$@"; do
+		if "$run" "$t" && grep -Eq '^ *[0-9]+ +100 ' "$PAIR_CLIENT_OUT"; then
+			PERF_OK=$((PERF_OK + 1))
+		else
+			PERF_FAILED+=("$t")
+		fi
+	done
+}
+
 # listening PID PORT: whether a TCP socket in PID's network namespace listens on PORT.
 listening() {
 	local hex f

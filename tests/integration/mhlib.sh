@@ -536,8 +536,14 @@ mh_rxe_finish() {
 	return "$rc"
 }
 
-# mh_pair [-p PORT] [--persistent] A VRA SCMD B VRB CCMD: run_pair across hosts:
-# the server in a container of VRA on host A, the client of VRB on host B.
+# mh_hosts_count K KEY: host K's wire counter KEY summed over its peer hosts
+# (unirdma hosts --json)
+mh_hosts_count() {
+	mh_cli "$1" --json hosts 2>/dev/null | python3 -c 'import json, sys
+print(sum(h.get("counters", {}).get(sys.argv[1], 0) for h in json.load(sys.stdin).get("hosts", [])))' "$2" 2>/dev/null ||
+		echo 0
+}
+
 # mh_wire_report: where every connected QP of every host stands on the wire
 # (vrnic show's "wire": PSNs, the send queue, the timers), for a hang.
 mh_wire_report() {
@@ -562,6 +568,9 @@ for q in d.get("vrnic", {}).get("qp_list", []):
 	done
 }
 
+# mh_pair [-p PORT | -w ERE | --udp PORT] [--persistent] A VRA SCMD B VRB CCMD:
+# run_pair across hosts: the server in a container of VRA on host A, the
+# client of VRB on host B.
 mh_pair() {
 	local port=18515 persistent=0 ready= udp=
 	while :; do

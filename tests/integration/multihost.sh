@@ -359,7 +359,7 @@ add_case wire_rdmacm wire_rdmacm
 wire_apps() {
 	require_prog cmtime mckey rdma_server rdma_xserver riostream rcopy udpong sha256sum ib_send_bw io_demo \
 		mpirun orted NPopenmpi
-	local cm="env UNIRDMA_CM_DEBUG=1" ready='rdmacm: listening' t ok=0 failed=()
+	local cm="env UNIRDMA_CM_DEBUG=1" ready='rdmacm: listening' t
 	wire_setup || return 1
 	mh_pair -w "$ready" --persistent 1 h1v1 "$cm cmtime -c 10" 2 h2v1 "cmtime -s $SRV -c 10" || return 1
 	check "cmtime: the client timed connect and disconnect" \
@@ -383,15 +383,8 @@ wire_apps() {
 		test "$(sha256sum <"$WORK/src.bin")" = "$(sha256sum <"$WORK/dst.bin" 2>/dev/null)"
 	mh_pair --udp 7174 --persistent 1 h1v1 "udpong -b $SRV" 2 h2v1 "udpong -s $SRV -C 200 -S 1000" || return 1
 	check "udpong (UD rsockets): a result line" grep -Eq '^custom +1000 +200 ' "$PAIR_CLIENT_OUT"
-	for t in ib_send_bw ib_send_lat ib_write_lat ib_read_bw ib_read_lat ib_atomic_bw ib_atomic_lat; do
-		if mh_pair -w "$ready" 1 h1v1 "$cm $t -R -F -x 0 -n 100" 2 h2v1 "$t -R -F -x 0 -n 100 $SRV" &&
-		   grep -Eq '^ *[0-9]+ +100 ' "$PAIR_CLIENT_OUT"; then
-			ok=$((ok + 1))
-		else
-			failed+=("$t")
-		fi
-	done
-	check "7 more perftest tests with -R printed their results (failed: ${failed[*]:-none})" test "$ok" -eq 7
+	perftest_cm wire_perf_pair ib_send_bw ib_send_lat ib_write_lat ib_read_bw ib_read_lat ib_atomic_bw ib_atomic_lat
+	check "7 more perftest tests with -R printed their results (failed: ${PERF_FAILED[*]:-none})" test "$PERF_OK" -eq 7
 	{
 		# UCP's client-server connection through UCX's rdmacm connection
 		# manager (service 0x0106 << 16 | port: RDMA_PS_TCP), then 3 s of
@@ -410,6 +403,10 @@ wire_apps() {
 	checks_result
 }
 add_case wire_apps wire_apps
+# wire_perf_pair PROG: perftest PROG with -R, server on host 1 (wire_apps)
+wire_perf_pair() {
+	mh_pair -w 'rdmacm: listening' 1 h1v1 "env UNIRDMA_CM_DEBUG=1 $1 -R -F -x 0 -n 100" 2 h2v1 "$1 -R -F -x 0 -n 100 $SRV"
+}
 
 # mpi_across: Open MPI over UCX with a rank on each host (in wire_apps).  mpirun runs in a
 # launcher vRNIC's network on host 1 (exec --no-container --net, as the
@@ -431,7 +428,8 @@ exec "$UNIRDMA" --state-dir "\$s" rsh "\$@"
 EOF
 	chmod +x "$WORK/mh-rsh"
 	local before after
-	before=$(mh_cli 2 --json vrnic show h2v1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["vrnic"]["counters"]["rx_bytes"])')
+	h2v1_rx() { mh_cli 2 --json vrnic show h2v1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["vrnic"]["counters"]["rx_bytes"])'; }
+	before=$(h2v1_rx)
 	say "+ mpirun -np 2 --host h1v1,h2v1 ... NPopenmpi -i (from the launcher hl on host 1)"
 	(cd "$WORK" && timeout 120 "$UNIRDMA" --state-dir "${MH_STATE[1]}" exec --no-container --net hl -- \
 		mpirun --allow-run-as-root --leave-session-attached -np 2 --host h1v1,h2v1 --bind-to none \
@@ -440,7 +438,7 @@ EOF
 		-x UCX_TLS=rc_verbs,ud_verbs,self -x OMPI_ALLOW_RUN_AS_ROOT=1 -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 		NPopenmpi -i -p 0 -u 1048576 -n 3 -o /dev/stdout) >"$WORK/np.out" 2>&1
 	local rc=$? ok
-	after=$(mh_cli 2 --json vrnic show h2v1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["vrnic"]["counters"]["rx_bytes"])')
+	after=$(h2v1_rx)
 	grep -v "^ *$" "$WORK/np.out" | tail -n "$([ $rc = 0 ] && echo 4 || echo 40)" | sed 's/^/  | /'
 	ok=$(grep -c 'Integrity check passed' "$WORK/np.out")
 	check "mpirun with a rank on each host ended well (exit code $rc)" test "$rc" = 0
@@ -494,13 +492,7 @@ wire_loss() {
 }
 # wire_held: packets both hosts' responders held after a gap (hosts --json)
 wire_held() {
-	local k n=0 c
-	for k in 1 2; do
-		c=$(mh_cli "$k" --json hosts 2>/dev/null | python3 -c 'import json, sys
-print(sum(h.get("counters", {}).get("held", 0) for h in json.load(sys.stdin).get("hosts", [])))' 2>/dev/null)
-		n=$((n + ${c:-0}))
-	done
-	echo "$n"
+	echo $(($(mh_hosts_count 1 held) + $(mh_hosts_count 2 held)))
 }
 add_case wire_loss1 wire_loss 1 5000 40
 add_case wire_loss10 wire_loss 10 600 4

@@ -78,24 +78,16 @@ case_rdma_xserver() {
 
 # perftest -R: the 8 RC tests, one after the other on one pair of vRNICs
 # (perftest's own connection set-up through rdma_cm, then its data).
+perf_pair() { CM_CLIENT_TIMEOUT=20 cm_pair "$1 -R -n 100" "$1 -R -n 100 $IP_A"; }
 case_perftest() {
-	local t ok=0 failed=()
-	for t in ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
-		 ib_atomic_bw ib_atomic_lat; do
+	local t all=(ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_atomic_bw ib_atomic_lat)
+	for t in "${all[@]}"; do
 		require_prog "$t"
 	done
-	for t in ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
-		 ib_atomic_bw ib_atomic_lat; do
-		# the client's result line: the message size, then the iterations
-		# (the server of a read or atomic latency test prints none)
-		if CM_CLIENT_TIMEOUT=20 cm_pair "$t -R -n 100" "$t -R -n 100 $IP_A" &&
-		   grep -Eq '^ *[0-9]+ +100 ' "$PAIR_CLIENT_OUT"; then
-			ok=$((ok + 1))
-		else
-			failed+=("$t")
-		fi
-	done
-	check "8 perftest -R tests printed their results on both sides (failed: ${failed[*]:-none})" test "$ok" -eq 8
+	# the client's result line (the server of a read or atomic latency
+	# test prints none)
+	perftest_cm perf_pair "${all[@]}"
+	check "8 perftest -R tests printed their results on both sides (failed: ${PERF_FAILED[*]:-none})" test "$PERF_OK" -eq 8
 	checks_result
 }
 
