@@ -108,6 +108,9 @@ static int run_hosts(const struct cli_cmd *cmd, int argc, char **argv)
 		printf("underlay %s (%s): sent %lld packets in %lld calls, received %lld in %lld, %lld not sent\n",
 		       jstr(un, "dev"), jstr(un, "ip"), jint(un, "tx_packets"), jint(un, "tx_calls"),
 		       jint(un, "rx_packets"), jint(un, "rx_calls"), jint(un, "tx_dropped"));
+	if (un && jint(un, "held_buffer_qps"))
+		printf("  buffers for packets held after a gap: %lld KiB, %lld QPs\n",
+		       jint(un, "held_buffer_bytes") / 1024, jint(un, "held_buffer_qps"));
 	un = jget(resp, "unattributed");
 	if (un && sum(jget(un, "drops")))
 		print_nonzero("packets of no known host dropped: ", jget(un, "drops"));

@@ -364,6 +364,37 @@ void engine_qp_connect(struct vr_qp *qp)
 	wire_rc_sync(qp);
 }
 
+/* q's held-packet buffer leaves the daemon's pool (the caller frees it). */
+static void ooo_unlink(struct engine_wire *w, struct wire_qp *q)
+{
+	for (struct wire_qp **pp = &w->ooo_list; *pp; pp = &(*pp)->ooo_next)
+		if (*pp == q) {
+			*pp = q->ooo_next;
+			break;
+		}
+	w->ooo_alloc -= (uint64_t)WIRE_OOO_SLOTS * q->ooo_bytes;
+}
+
+/* Buffers of held packets go back to the pool once unused for
+ * WIRE_OOO_IDLE_NS (a QP that saw loss once keeps none for ever); a look
+ * every tenth of that. */
+static void ooo_sweep(struct engine_wire *w, uint64_t now)
+{
+	struct wire_qp *q, *next;
+
+	if (now < w->ooo_sweep_at)
+		return;
+	w->ooo_sweep_at = now + WIRE_OOO_IDLE_NS / 10;
+	for (q = w->ooo_list; q; q = next) {
+		next = q->ooo_next;
+		if (!q->ooo_n && now - q->ooo_used_at >= WIRE_OOO_IDLE_NS) {
+			ooo_unlink(w, q);
+			free(q->ooo);
+			q->ooo = NULL;
+		}
+	}
+}
+
 void wire_qp_forget(struct vr_qp *qp)
 {
 	struct wire_qp *q = qp->eng.wire;
@@ -378,7 +409,7 @@ void wire_qp_forget(struct vr_qp *qp)
 				break;
 			}
 	if (q->ooo && w)
-		w->ooo_alloc -= (uint64_t)WIRE_OOO_SLOTS * q->ooo_bytes;
+		ooo_unlink(w, q);
 	free(q->ooo);
 	free(q->ring);
 	free(q);
@@ -765,6 +796,7 @@ static void *wire_main(void *arg)
 		 * for more than WIRE_TIMER_LAG_NS. */
 		if (n < WIRE_BATCH || now - last_timers >= WIRE_TIMER_LAG_NS) {
 			wire_timers(d, now);
+			ooo_sweep(w, now);
 			last_timers = now;
 		}
 		wire_flush(w);
@@ -1074,4 +1106,7 @@ void engine_wire_stats(const struct urd_daemon *d, struct engine_wire_stats *s)
 	s->tx_dropped = w->tx_dropped;
 	s->tx_gso_sends = w->tx_gso_sends;
 	s->rx_gro_trains = w->rx_gro_trains;
+	s->held_bytes = w->ooo_alloc;
+	for (const struct wire_qp *q = w->ooo_list; q; q = q->ooo_next)
+		s->held_qps++;
 }

@@ -881,8 +881,9 @@ static void atomic_ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, 
 
 static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_t now)
 {
-	uint32_t psn = rx->h.psn;
+	uint32_t psn = rx->h.psn, una0 = q->una;
 	uint8_t syn = rx->h.syndrome;
+	bool moved = false;
 
 	/* psn_max, not psn: after a go-back, ACKs for what was sent before it
 	 * are still good news */
@@ -891,7 +892,8 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 	switch (syn & 0x60) {
 	case 0x00:      /* ACK */
 		rx->cnt->acks_rx++;
-		complete_before(qp, q, (psn + 1) & 0xffffff);
+		if (complete_before(qp, q, (psn + 1) & 0xffffff))
+			moved = true;
 		if (qp->state == IBV_QPS_ERR)
 			return;
 		{
@@ -911,7 +913,13 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 					return;
 				}
 			}
-			progress(qp, q, una, now);
+			/* an ACK for what was acknowledged already (the
+			 * answer to a duplicate) is no progress: it leaves the
+			 * retry count, the backoff and the timer as they are,
+			 * or a peer that keeps acknowledging nothing new would
+			 * hold a WR off IBV_WC_RETRY_EXC_ERR for ever */
+			if (moved || psn_diff(una, una0) > 0)
+				progress(qp, q, una, now);
 		}
 		break;
 	case 0x20:      /* RNR NAK */
@@ -947,17 +955,20 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 			q->back_at = now;
 			nak_una(qp, q, psn);
 			rx->cnt->retransmits++;
-			cwnd_loss(q);
 			/* a unirdma responder that holds what came after the gap:
 			 * only the lost packet goes again (a selective resend, as
-			 * RNICs with out-of-order placement do among themselves);
-			 * else, or for a READ or atomic, go-back-N */
+			 * RNICs with out-of-order placement do among themselves),
+			 * and the window stays (one lost packet costs one packet);
+			 * else, or for a READ or atomic, go-back-N, and a window
+			 * half as wide keeps what the next loss resends small */
 			{
 				struct engine_host *h = NULL;
 
 				q->sel_wait = (syn & AETH_HELD) && from_unirdma(rx) && resend_psn(qp, q, psn, &h);
-				if (!q->sel_wait)
+				if (!q->sel_wait) {
+					cwnd_loss(q);
 					go_back(qp, q);
+				}
 			}
 			arm_rto(qp, q, now);
 			break;
@@ -1427,7 +1438,8 @@ static struct wire_ooo *ooo_slot(struct wire_qp *q, uint32_t psn)
 }
 
 /* Holds rx (dp packets after the expected PSN); false if it cannot. */
-static bool ooo_hold(struct vr_qp *qp, struct wire_qp *q, const struct wire_rx *rx, uint32_t fl, int32_t dp)
+static bool ooo_hold(struct vr_qp *qp, struct wire_qp *q, const struct wire_rx *rx, uint32_t fl, int32_t dp,
+		     uint64_t now)
 {
 	struct engine_wire *w = qp->vr->d->eng.wire;
 	struct wire_ooo *o;
@@ -1436,16 +1448,26 @@ static bool ooo_hold(struct vr_qp *qp, struct wire_qp *q, const struct wire_rx *
 	    !(fl & (ROCE_F_SEND | ROCE_F_WRITE)) || rx->h.payload_len > q->mtu)
 		return false;
 	if (!q->ooo) {
-		uint64_t bytes = (uint64_t)WIRE_OOO_SLOTS * (sizeof(struct wire_ooo) + q->mtu);
+		uint64_t bytes = (uint64_t)WIRE_OOO_SLOTS * (sizeof(struct wire_ooo) + q->mtu), mine = bytes;
 
 		if (!w || w->ooo_alloc + bytes > WIRE_OOO_MAX_BYTES)
+			return false;
+		/* a vRNIC's QPs take at most a quarter of the daemon's pool,
+		 * so one tenant's lossy QPs leave the others theirs */
+		for (struct wire_qp *o2 = w->ooo_list; o2; o2 = o2->ooo_next)
+			if (o2->qp->vr == qp->vr)
+				mine += (uint64_t)WIRE_OOO_SLOTS * o2->ooo_bytes;
+		if (mine > WIRE_OOO_VRNIC_BYTES)
 			return false;
 		q->ooo = calloc(WIRE_OOO_SLOTS, sizeof(struct wire_ooo) + q->mtu);
 		if (!q->ooo)
 			return false;
 		q->ooo_bytes = (uint32_t)(sizeof(struct wire_ooo) + q->mtu);
 		w->ooo_alloc += bytes;
+		q->ooo_next = w->ooo_list;
+		w->ooo_list = q;
 	}
+	q->ooo_used_at = now;
 	if (rx->h.payload_len + sizeof(struct wire_ooo) > q->ooo_bytes)
 		return false;   /* (the MTU grew since: RTR again) */
 	o = ooo_slot(q, rx->h.psn);
@@ -1519,6 +1541,7 @@ static void responder(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, u
 		}
 	if (!q->ooo_n)
 		q->ooo_lost = false;
+	q->ooo_used_at = now;
 	if (!taken)
 		return;
 	send_ack(qp, q, rx, ROCE_RC_ACK, AETH_ACK, (q->epsn - 1) & 0xffffff, 0);
@@ -1553,7 +1576,7 @@ static void responder_one(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *r
 		dp = 0;
 	}
 	if (dp > 0) {
-		bool held = qp->type == IBV_QPT_RC && ooo_hold(qp, q, rx, fl, dp);
+		bool held = qp->type == IBV_QPT_RC && ooo_hold(qp, q, rx, fl, dp, now);
 
 		if (!held)
 			q->ooo_lost = true;

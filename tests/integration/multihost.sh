@@ -488,7 +488,14 @@ wire_loss() {
 	local held
 	held=$(wire_held)
 	check "responders held packets after gaps ($held), the data still exact" test "${held:-0}" -gt 0
+	# the QPs are gone: their held-packet buffers went back to the pool
+	check "no held-packet buffer is left on either host" \
+		test "$(wire_held_buffers 1)" = "0 0" -a "$(wire_held_buffers 2)" = "0 0"
 	checks_result
+}
+# wire_held_buffers K: host K's held-packet buffers, "BYTES QPS"
+wire_held_buffers() {
+	mh_cli "$1" --json hosts 2>/dev/null | jq -r '"\(.underlay.held_buffer_bytes) \(.underlay.held_buffer_qps)"'
 }
 # wire_held: packets both hosts' responders held after a gap (hosts --json)
 wire_held() {
@@ -618,6 +625,68 @@ wire_daemon_killed() {
 	checks_result
 }
 add_case wire_daemon_killed wire_daemon_killed
+
+# wire_dup_acks: the fabric drops the pingpong's packets, and each side's
+# QP is sent an ACK for what it had acknowledged already (PSN una - 1, from
+# its peer's address) every 10 ms.  Such an ACK moves nothing: the side with
+# its send outstanding must still end with retry exceeded (status 12) within
+# its retry window (7 x 67 ms), not be held off for as long as the ACKs come.
+wire_dup_acks() {
+	local n=$PAIR_SEQ cpid i k o qpn una t0 a0 a1 inj=$BUILD/tools/roce_inject injecting=1
+	wire_setup || return 1
+	[ -x "$inj" ] || die "no $inj"
+	CLIENT_TIMEOUT=8 mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -n 1000000 -s 1024" \
+		2 h2v1 "ibv_rc_pingpong -g 0 -n 1000000 -s 1024 $SRV" >"$WORK/dupack.log" 2>&1 &
+	cpid=$!
+	for ((i = 0; i < 300; i++)); do
+		grep -qs 'remote address' "$WORK/pair$n.server.out" &&
+			grep -qs 'remote address' "$WORK/pair$n.client.out" && break
+		sleep 0.05
+	done
+	sleep 0.3
+	# everything on UDP 4791 but the injected ACKs (source port 5000)
+	ip netns exec "$MH_BR" nft -f - <<-NFT || die "nft cut failed"
+	table bridge urdmh_dup {
+		chain f {
+			type filter hook forward priority 0; policy accept;
+			udp dport 4791 udp sport != 5000 drop
+		}
+	}
+	NFT
+	sleep 0.05
+	# each side's RC QP and its una, as its daemon shows them
+	: >"$WORK/dupack.targets"
+	for k in 1 2; do
+		o=$((3 - k))
+		mh_cli "$k" --json vrnic show "h${k}v1" |
+			jq -r '.vrnic.qp_list[]? | select(.wire != null) | "\(.qpn) \(.wire.una)"' |
+			while read -r qpn una; do
+				echo "$k $o $qpn $(((una + 16777215) % 16777216))" >>"$WORK/dupack.targets"
+			done
+	done
+	sed 's/^/  target: host qpn psn /' "$WORK/dupack.targets"
+	check "both sides' QPs show their place on the wire" test "$(wc -l <"$WORK/dupack.targets")" -ge 2
+	a0=$(mh_hosts_count 1 acks_rx)
+	t0=$SECONDS
+	for ((i = 0; i < 300; i++)); do
+		grep -Eqs 'retry counter exceeded|status 12' "$WORK/pair$n.server.out" "$WORK/pair$n.client.out" && break
+		while read -r k o qpn psn; do
+			ip netns exec "$(mh_ns "$o")" "$inj" --src "$(mh_ip "$o" 1)" --dst "$(mh_ip "$k" 1)" --sport 5000 \
+				--opcode 0x11 --dqpn "$qpn" --psn "$psn" --syndrome 0x1f --msn 0 -q
+		done <"$WORK/dupack.targets"
+		sleep 0.01
+	done
+	[ "$i" -lt 300 ] || injecting=0
+	a1=$(mh_hosts_count 1 acks_rx)
+	say "  duplicate ACKs for $((SECONDS - t0)) s ($i rounds); host 1 received $((a1 - a0)) ACKs meanwhile"
+	ip netns exec "$MH_BR" nft delete table bridge urdmh_dup
+	wait "$cpid"
+	grep -v '^    ' "$WORK/dupack.log" | tail -n 8
+	check "a side ended with retry exceeded (status 12) while the duplicate ACKs came" test "$injecting" = 1
+	check "the duplicate ACKs reached host 1's daemon" test "$((a1 - a0))" -ge 5
+	checks_result
+}
+add_case wire_dup_acks wire_dup_acks
 
 wire_jumbo() {
 	wire_setup 9000 || return 1
