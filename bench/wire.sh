@@ -14,6 +14,7 @@
 # Measured, all with the server on host 1 and the client on host 2:
 #   WRITE bandwidth at 64 KiB and 1 MiB: ib_write_bw -x 0 vs qperf tcp_bw
 #     (kernel TCP, same message size) and ucx_perftest ucp_put_bw UCX_TLS=tcp
+#     (medians of 3 alternating runs each, 5 with --full; BW_REPS=N)
 #   2-byte latency: ib_write_lat vs ucx_perftest tag_lat UCX_TLS=tcp
 #     (and qperf tcp_lat for reference)
 #   64-byte message rate: ib_write_bw -s 64
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
 	--full) MODE=full ;;
 	--out) OUT=$2; shift ;;
 	--mtu) MTU=$2; shift ;;
-	-h | --help) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "wire.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -47,8 +48,10 @@ cd "$TOP" || exit 1
 
 if [ "$MODE" = quick ]; then
 	BW_BYTES=$((1 << 30)) LAT_N=2000 MR_N=200000 QPERF_T=3 LOSS_BYTES=$((256 << 20)) LOSS_REPS=${LOSS_REPS:-5}
+	BW_REPS=${BW_REPS:-3}
 else
 	BW_BYTES=$((4 << 30)) LAT_N=20000 MR_N=1000000 QPERF_T=10 LOSS_BYTES=$((1 << 30)) LOSS_REPS=7
+	BW_REPS=${BW_REPS:-5}
 fi
 OUT=${OUT:-results/$(date +%Y%m%d-%H%M%S)-wire-$MODE}
 mkdir -p "$OUT" || die "cannot create $OUT"
@@ -64,6 +67,13 @@ CPU_A=${BENCH_CPU_HOST1:-0}
 CPU_B=${BENCH_CPU_HOST2:-$((NCPU > 1 ? 1 : 0))}
 put() { printf '%s %s\n' "$1" "$2" >>"$RES"; } # put KEY VALUE
 get() { awk -v k="$1" '$1 == k { v = $2 } END { print v }' "$RES"; }
+# put_median KEY PREFIX SUFFIX N: KEY is the median of PREFIX{1..N}SUFFIX
+# (those measured); put_sum likewise their sum
+reps_of() { local i; for ((i = 1; i <= $4; i++)); do get "$2$i$3"; done; }
+put_median() {
+	put "$1" "$(reps_of "$@" | sort -g | awk 'NF { v[n++] = $1 } END { if (n) print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }')"
+}
+put_sum() { put "$1" "$(reps_of "$@" | awk '{ s += $1 } END { print s + 0 }')"; }
 
 mh_need_wire
 require_prog qperf ib_write_bw ib_write_lat taskset
@@ -188,12 +198,23 @@ want() { [[ $SECTIONS == *" $1 "* ]]; }
 qperf_server
 if want bw; then
 say "== WRITE bandwidth (ib_write_bw -x 0, 1 QP) vs kernel TCP (qperf tcp_bw) and UCX over TCP (ucp_put_bw)"
+# The three alternate BW_REPS times and each one's median counts (single
+# runs on this shared machine vary by a fifth); CPU per GB over all of them.
 for s in 65536 1048576; do
-	pt_bw "wbw$s" ib_write_bw -s "$s" -n "$(iters "$BW_BYTES" "$s" 100000)"
-	qperf_run "tcp$s" -m "$s" tcp_bw
-	if command -v ucx_perftest >/dev/null; then
-		ucx "ucx$s" ucp_put_bw "$s" "$(iters "$BW_BYTES" "$s" 100000)"
-	fi
+	for ((rep = 1; rep <= BW_REPS; rep++)); do
+		pt_bw "wbw${s}_$rep" ib_write_bw -s "$s" -n "$(iters "$BW_BYTES" "$s" 100000)"
+		qperf_run "tcp${s}_$rep" -m "$s" tcp_bw
+		if command -v ucx_perftest >/dev/null; then
+			ucx "ucx${s}_$rep" ucp_put_bw "$s" "$(iters "$BW_BYTES" "$s" 100000)"
+		fi
+		say "  $((s / 1024)) KiB, run $rep: unirdma $(get "wbw${s}_$rep.MBps"), TCP $(get "tcp${s}_$rep"), UCX-tcp $(get "ucx${s}_$rep") MB/s"
+	done
+	put_median "wbw$s.MBps" "wbw${s}_" .MBps "$BW_REPS"
+	put_median "tcp$s" "tcp${s}_" "" "$BW_REPS"
+	put_median "ucx$s" "ucx${s}_" "" "$BW_REPS"
+	for k in cpu1 cpu2 bytes; do
+		put_sum "wbw$s.$k" "wbw${s}_" ".$k" "$BW_REPS"
+	done
 done
 fi
 if want lat; then
@@ -229,9 +250,9 @@ for ((rep = 1; rep <= LOSS_REPS; rep++)); do
 	say "  run $rep: loss-free $(get "loss0_$rep.MBps") MB/s ($((t1 - t0)) resend timeouts, $((p1 - p0)) probes), 1 % loss $(get "loss1_$rep.MBps") MB/s ($(get "loss1_$rep.dropped") frames dropped, $((t2 - t1)) timeouts, $((p2 - p1)) probes)"
 done
 for k in loss0 loss1; do
-	put "$k.MBps" "$(for ((rep = 1; rep <= LOSS_REPS; rep++)); do get "${k}_$rep.MBps"; done | sort -g | awk 'NF { v[n++] = $1 } END { if (n) print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }')"
+	put_median "$k.MBps" "${k}_" .MBps "$LOSS_REPS"
 done
-put loss1.dropped "$(for ((rep = 1; rep <= LOSS_REPS; rep++)); do get "loss1_$rep.dropped"; done | awk '{ s += $1 } END { print s + 0 }')"
+put_sum loss1.dropped loss1_ .dropped "$LOSS_REPS"
 [ "$MH_GSO_TRAINS" = 1 ] && segment 65535
 fi
 for k in 1 2; do
@@ -297,7 +318,7 @@ def r(a, b):
 def f(x, fmt="%.1f"):
     return fmt % x if x is not None else "n/a"
 rows = []
-print("%-34s %12s %12s %12s %9s %9s" % ("WRITE bandwidth (MB/s)", "unirdma", "kernel TCP", "UCX tcp", "/TCP", "/UCX"))
+print("%-34s %12s %12s %12s %9s %9s" % ("WRITE bandwidth (MB/s, medians)", "unirdma", "kernel TCP", "UCX tcp", "/TCP", "/UCX"))
 for s in (65536, 1048576):
     a, t, u = g("wbw%d.MBps" % s), g("tcp%d" % s), g("ucx%d" % s)
     print("%-34s %12s %12s %12s %9s %9s" % ("  %d KiB" % (s // 1024), f(a), f(t), f(u), f(r(a, t), "%.2fx"), f(r(a, u), "%.2fx")))

@@ -85,6 +85,7 @@ struct snap {
 	struct snap_host *hosts;
 	uint32_t nhosts;
 	struct wire_counters unattributed;      /* packets of no known host */
+	struct engine_wire_stats wire;          /* the underlay's (zero without one) */
 };
 
 static void snap_free(struct snap *s)
@@ -108,6 +109,7 @@ static int snap_take(struct urd_daemon *d, struct snap *s)
 	}
 	s->copied_bytes = d->eng.copied_bytes;
 	s->unattributed = *engine_wire_counters(d);
+	engine_wire_stats(d, &s->wire);
 	for (const struct engine_host *h = engine_hosts(d); h; h = h->next)
 		s->nhosts++;
 	s->hosts = calloc(s->nhosts ? s->nhosts : 1, sizeof(*s->hosts));
@@ -234,6 +236,13 @@ static void wire_families(FILE *f, const struct snap *s)
 	for (int r = 0; r < WDROP_NUM; r++)
 		fprintf(f, "unirdma_wire_unattributed_drops_total{reason=\"%s\"} %llu\n", wire_drop_names[r],
 			(unsigned long long)s->unattributed.drops[r]);
+	fprintf(f, "# HELP unirdma_wire_held_buffer_bytes Buffers of packets held after a gap, all QPs.\n"
+		   "# TYPE unirdma_wire_held_buffer_bytes gauge\n"
+		   "unirdma_wire_held_buffer_bytes %llu\n"
+		   "# HELP unirdma_wire_held_buffer_qps QPs with a buffer of packets held after a gap.\n"
+		   "# TYPE unirdma_wire_held_buffer_qps gauge\n"
+		   "unirdma_wire_held_buffer_qps %llu\n",
+		(unsigned long long)s->wire.held_bytes, (unsigned long long)s->wire.held_qps);
 }
 
 static char *render(const struct snap *s)

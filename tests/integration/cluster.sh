@@ -505,6 +505,7 @@ case_peers_alone() {
 	check "metrics: NAKs by syndrome" grep -qx 'unirdma_wire_naks_rx_total{host="ext-10.80.0.9",syndrome="rnr"} 0' "$WORK/metrics"
 	check "metrics: drops by reason" grep -qx 'unirdma_wire_drops_total{host="ext-10.80.0.9",reason="other_tenant"} 0' "$WORK/metrics"
 	check "metrics: unattributed drops" grep -qx 'unirdma_wire_unattributed_drops_total{reason="unknown_source"} 0' "$WORK/metrics"
+	check "metrics: held-packet buffers" grep -qx 'unirdma_wire_held_buffer_bytes 0' "$WORK/metrics"
 	"$UNIRDMA" daemon stop >/dev/null
 	wait "$DAEMON_PID" 2>/dev/null
 	"$UNIRDMAD" --state-dir "$STATE" --foreground --metrics off >>"$WORK/unirdmad.log" 2>&1 &
