@@ -115,6 +115,10 @@ static json_object *qp_wire_json(const struct engine_qp_wire *w)
 	ADD_I64(o, "backoff", w->backoff);
 	ADD_I64(o, "sq_own", w->sq_own);
 	ADD_I64(o, "sq_next", w->sq_next);
+	ADD_I64(o, "sq_seen", w->sq_seen);
+	ADD_I64(o, "sq_prod", w->sq_prod);
+	json_object_object_add(o, "active", json_object_new_boolean(w->active));
+	json_object_object_add(o, "watching", json_object_new_boolean(w->watching));
 	ADD_I64(o, "cur_idx", w->cur_idx);
 	ADD_I64(o, "cur_pkt", w->cur_pkt);
 	json_object_object_add(o, "cur_open", json_object_new_boolean(w->cur_open));

@@ -216,6 +216,8 @@ const struct wire_counters *engine_wire_counters(const struct urd_daemon *d);
  * now (0: off). */
 struct engine_qp_wire {
 	uint32_t psn, una, psn_max, epsn, cwnd, retry_left, rnr_left, backoff;
+	uint32_t sq_seen, sq_prod;      /* the send queue as the engine read it, and as it is */
+	bool active, watching;          /* on the engine's list; polling the queue (no doorbell) */
 	uint32_t sq_own, sq_next, cur_idx, cur_pkt;
 	bool cur_open, nak_sent, tlp_sent;
 	uint64_t srtt_ns, rto_in_ns, tlp_in_ns, rnr_in_ns;

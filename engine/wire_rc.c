@@ -169,6 +169,10 @@ bool engine_qp_wire(const struct vr_qp *qp, struct engine_qp_wire *s)
 	s->backoff = q->backoff;
 	s->sq_own = qp->sq.q.own;
 	s->sq_next = q->next_idx;
+	s->sq_seen = qp->sq.q.seen;
+	s->sq_prod = urd_queue_load_prod(&qp->sq.q);
+	s->active = qp->eng.active;
+	s->watching = qp->sq.polling;
 	s->cur_idx = q->cur_idx;
 	s->cur_pkt = q->cur_pkt;
 	s->cur_open = q->cur_open;
@@ -423,6 +427,8 @@ static void go_back(struct vr_qp *qp, struct wire_qp *q)
 		 * middle one (a class C error, seen under 1 % loss) */
 		if (psn_diff(q->una, q->psn) < 0)
 			q->psn = q->una;
+		/* those WQEs wait in the send queue: the engine takes them */
+		engine_activate(qp);
 		return;
 	}
 	{
@@ -705,6 +711,12 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 		if (qp->type == IBV_QPT_UC)
 			complete_head(qp, q, IBV_WC_SUCCESS);   /* sent: done */
 	}
+	/* the budget ran out with WQEs still to start: the QP stays active.
+	 * (Dropping it was a hang: after a go-back, WQEs the responder has
+	 * whole complete here without a packet, so no ACK would come to
+	 * re-activate it; ib_write_bw -s 64 across hosts hung 1 run in 6.) */
+	if (!budget && (q->cur_open || q->next_idx != sq->q.seen))
+		more = true;
 	if (sent && !q->rto_at && qp->type == IBV_QPT_RC)
 		arm_rto(qp, q, now);
 	wire_flush(w);
@@ -920,6 +932,8 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 			 * hold a WR off IBV_WC_RETRY_EXC_ERR for ever */
 			if (moved || psn_diff(una, una0) > 0)
 				progress(qp, q, una, now);
+			else
+				engine_activate(qp);    /* it may still open what waits */
 		}
 		break;
 	case 0x20:      /* RNR NAK */
@@ -971,6 +985,9 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 				}
 			}
 			arm_rto(qp, q, now);
+			/* what it completed and the una it moved may open the
+			 * window or the in-flight ring for WQEs that wait */
+			engine_activate(qp);
 			break;
 		default:
 			rx->cnt->naks_rx[(syn & 0x1f) == NAK_INV ? WNAK_INV_REQ :
@@ -1026,6 +1043,9 @@ void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now)
 			if (qp->sq.q.own == q->next_idx || (q->cur_open && q->cur_idx == qp->sq.q.own)) {
 				q->rto_at = q->tlp_at = 0;
 				q->progress_at = 0;
+				/* what it completed may have opened the window
+				 * for WQEs that wait: the engine takes them */
+				engine_activate(qp);
 				return;
 			}
 		}
