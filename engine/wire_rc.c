@@ -895,7 +895,7 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 {
 	uint32_t psn = rx->h.psn, una0 = q->una;
 	uint8_t syn = rx->h.syndrome;
-	bool moved = false;
+	bool moved;
 
 	/* psn_max, not psn: after a go-back, ACKs for what was sent before it
 	 * are still good news */
@@ -904,8 +904,7 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 	switch (syn & 0x60) {
 	case 0x00:      /* ACK */
 		rx->cnt->acks_rx++;
-		if (complete_before(qp, q, (psn + 1) & 0xffffff))
-			moved = true;
+		moved = complete_before(qp, q, (psn + 1) & 0xffffff);
 		if (qp->state == IBV_QPS_ERR)
 			return;
 		{
@@ -932,8 +931,6 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 			 * hold a WR off IBV_WC_RETRY_EXC_ERR for ever */
 			if (moved || psn_diff(una, una0) > 0)
 				progress(qp, q, una, now);
-			else
-				engine_activate(qp);    /* it may still open what waits */
 		}
 		break;
 	case 0x20:      /* RNR NAK */

@@ -519,6 +519,19 @@ wire_reorder() {
 }
 add_case wire_reorder wire_reorder
 
+# wire_pp_connected N PID: waits (15 s at most) until both sides of pingpong
+# pair N have exchanged their addresses, or PID (its mh_pair) has ended.
+wire_pp_connected() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -qs 'remote address' "$WORK/pair$1.server.out" &&
+			grep -qs 'remote address' "$WORK/pair$1.client.out" && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
 # wire_linkdown SECONDS WANT: host 2's port goes down for SECONDS in the middle
 # of a pingpong; WANT pass (shorter than the retry window: ibv_rc_pingpong's
 # timeout 14 = 67 ms, retry_cnt 7) or fail (longer: retry exceeded).
@@ -541,12 +554,7 @@ wire_linkdown() {
 	CLIENT_TIMEOUT=$cut mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -c -n $iters -s 1024" \
 		2 h2v1 "ibv_rc_pingpong -g 0 -c -n $iters -s 1024 $SRV" >"$WORK/linkdown.log" 2>&1 &
 	cpid=$!
-	for ((i = 0; i < 300; i++)); do
-		grep -qs 'remote address' "$WORK/pair$n.server.out" &&
-			grep -qs 'remote address' "$WORK/pair$n.client.out" && break
-		kill -0 "$cpid" 2>/dev/null || break
-		sleep 0.05
-	done
+	wire_pp_connected "$n" "$cpid"
 	check "the pingpong connected before the cut" grep -qs 'remote address' "$WORK/pair$n.client.out"
 	if [ "$want" = pass ]; then
 		# an outage in the fabric: host 2's carrier stays up.  (A carrier
@@ -628,7 +636,7 @@ add_case wire_daemon_killed wire_daemon_killed
 
 # wire_dup_acks: the fabric drops the pingpong's packets, and each side's
 # QP is sent an ACK for what it had acknowledged already (PSN una - 1, from
-# its peer's address) every 10 ms.  Such an ACK moves nothing: the side with
+# its peer's address) every round, ~20 ms.  Such an ACK moves nothing: the side with
 # its send outstanding must still end with retry exceeded (status 12) within
 # its retry window (7 x 67 ms), not be held off for as long as the ACKs come.
 wire_dup_acks() {
@@ -638,11 +646,7 @@ wire_dup_acks() {
 	CLIENT_TIMEOUT=8 mh_pair 1 h1v1 "ibv_rc_pingpong -g 0 -n 1000000 -s 1024" \
 		2 h2v1 "ibv_rc_pingpong -g 0 -n 1000000 -s 1024 $SRV" >"$WORK/dupack.log" 2>&1 &
 	cpid=$!
-	for ((i = 0; i < 300; i++)); do
-		grep -qs 'remote address' "$WORK/pair$n.server.out" &&
-			grep -qs 'remote address' "$WORK/pair$n.client.out" && break
-		sleep 0.05
-	done
+	wire_pp_connected "$n" "$cpid"
 	sleep 0.3
 	# everything on UDP 4791 but the injected ACKs (source port 5000)
 	ip netns exec "$MH_BR" nft -f - <<-NFT || die "nft cut failed"
