@@ -162,6 +162,9 @@ struct wire_qp {
 	uint32_t una;                   /* oldest unacknowledged PSN (comp.psn) */
 	uint32_t psn_max;               /* after the highest PSN ever sent */
 	uint32_t next_idx;              /* SQ index of the next WQE to start */
+	uint32_t hi_idx;                /* after the last WQE ever started: a go-back
+					 * takes back [next_idx, hi_idx), which keep
+					 * their PSNs */
 	uint32_t cur_idx;               /* WQE being sent (== next_idx - 1 while cur_off < len) */
 	bool cur_open;                  /* a WQE is partly sent */
 	bool in_retry;                  /* went back for a gap in responses */

@@ -115,7 +115,7 @@ struct wire_qp *wire_rc_new(struct vr_qp *qp, uint32_t sip, uint32_t dip)
 	q->dip = dip;
 	q->psn = q->una = q->psn_max = qp->attr.sq_psn & 0xffffff;
 	q->epsn = qp->attr.rq_psn & 0xffffff;
-	q->next_idx = qp->sq.q.own;
+	q->next_idx = q->hi_idx = qp->sq.q.own;
 	q->retry_left = qp->attr.retry_cnt;
 	q->rnr_left = qp->attr.rnr_retry;
 	q->cwnd = WIRE_WINDOW;
@@ -139,7 +139,7 @@ void wire_rc_sync(struct vr_qp *qp)
 	}
 	if (q->next_idx == qp->sq.q.own && !q->cur_open) {
 		q->psn = q->una = q->psn_max = qp->attr.sq_psn & 0xffffff;
-		q->next_idx = qp->sq.q.own;
+		q->next_idx = q->hi_idx = qp->sq.q.own;
 	}
 	q->retry_left = qp->attr.retry_cnt;
 	q->rnr_left = qp->attr.rnr_retry;
@@ -281,7 +281,7 @@ static void fail_head(struct vr_qp *qp, struct wire_qp *q, enum ibv_wc_status st
 	complete_head(qp, q, st);
 	q->rto_at = q->rnr_at = q->tlp_at = 0;
 	q->cur_open = false;
-	q->next_idx = qp->sq.q.own;
+	q->next_idx = q->hi_idx = qp->sq.q.own;
 	qp_fail(qp, QP_FAIL_WQE);
 }
 
@@ -556,6 +556,14 @@ static void tail_probe(struct vr_qp *qp, struct wire_qp *q)
 
 static bool complete_before(struct vr_qp *qp, struct wire_qp *q, uint32_t psn);
 
+/* the WQE at next_idx has its PSNs: the next one starts */
+static void started(struct wire_qp *q)
+{
+	q->next_idx++;
+	if ((int32_t)(q->next_idx - q->hi_idx) > 0)
+		q->hi_idx = q->next_idx;
+}
+
 bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes)
 {
 	struct engine_wire *w = qp->vr->d->eng.wire;
@@ -606,7 +614,7 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 				e->npkts = 0;
 				e->first_psn = q->psn;
 				e->last_psn = (q->psn - 1) & 0xffffff;
-				q->next_idx++;
+				started(q);
 				budget--;
 				st = local_op_execute(qp, wqe_of(e));
 				if (st) {
@@ -626,7 +634,7 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 				/* it fails in order: once everything before it completed */
 				if (q->next_idx != sq->q.own)
 					break;
-				q->next_idx++;
+				started(q);
 				fail_head(qp, q, (enum ibv_wc_status)st);
 				return false;
 			}
@@ -636,7 +644,8 @@ bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *b
 			e->npkts = (op->flags & URD_OPF_ATOMIC) ? 1 : pkts_for(e->len, q->mtu);
 			e->first_psn = q->psn;
 			e->last_psn = (q->psn + e->npkts - 1) & 0xffffff;
-			q->cur_idx = q->next_idx++;
+			q->cur_idx = q->next_idx;
+			started(q);
 			q->cur_open = true;
 			q->cur_pkt = 0;
 			*bytes -= 512;
@@ -750,19 +759,45 @@ static bool complete_before(struct vr_qp *qp, struct wire_qp *q, uint32_t psn)
 	return did;
 }
 
-/* A NAK says the responder expects psn: everything before it arrived.  But
- * a READ or atomic at the head still waits for its responses, and una stays
- * at the first of those it has not got (moving past them would make them
- * look stale). */
+/* The first READ or atomic, among the WQEs started, that an acknowledgement
+ * up to una would pass (one whose first PSN lies before una), or NULL; *idx
+ * is its SQ index.  Those complete by their responses only, and una stays at
+ * the first of those not got: moving past them would make the responses look
+ * stale.  The WQEs a go-back took back count too (next_idx to hi_idx): they
+ * start again with the PSNs they had, and an ACK for what came after one of
+ * them (sent before the go-back, the responder answering every request of
+ * it in order) means its responses were lost.  (Looking at the head only,
+ * an ACK that arrived while a READ was taken back moved una past it: its
+ * responses were then all dropped as stale and the QP resent it until
+ * retry exceeded; UCX's io_demo across hosts hung so, ~1 run in 10 with a
+ * busy CPU.) */
+static struct wire_wqe *rd_before(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint32_t *idx)
+{
+	for (uint32_t i = qp->sq.q.own; (int32_t)(q->hi_idx - i) > 0; i++) {
+		struct wire_wqe *e = wire_slot(q, i);
+		const struct urd_opcode_info *op;
+
+		if (psn_diff(una, e->first_psn) <= 0)
+			return NULL;
+		op = urd_opcode(wqe_of(e)->opcode, qp->type);
+		if (op && (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC))) {
+			*idx = i;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/* A NAK says the responder expects psn: everything before it arrived, up to
+ * the first READ or atomic that still waits for its responses
+ * (rd_before). */
 static void nak_una(struct vr_qp *qp, struct wire_qp *q, uint32_t psn)
 {
-	if (qp->sq.q.own != q->next_idx) {
-		struct wire_wqe *e = wire_slot(q, qp->sq.q.own);
-		const struct urd_opcode_info *op = urd_opcode(wqe_of(e)->opcode, qp->type);
+	uint32_t idx;
+	struct wire_wqe *e = rd_before(qp, q, psn, &idx);
 
-		if (op && (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) && psn_diff(psn, e->first_psn) > 0)
-			return;
-	}
+	if (e)
+		psn = e->first_psn;
 	if (psn_diff(psn, q->una) > 0)
 		q->una = psn;
 }
@@ -908,22 +943,25 @@ static void ack(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uint64_
 		if (qp->state == IBV_QPS_ERR)
 			return;
 		{
-			uint32_t una = (psn + 1) & 0xffffff;
+			uint32_t una = (psn + 1) & 0xffffff, idx;
+			struct wire_wqe *e = rd_before(qp, q, una, &idx);
 
-			/* a READ or atomic at the head keeps una at its first
-			 * PSN; an ACK past it means its response was lost */
-			if (qp->sq.q.own != q->next_idx) {
-				struct wire_wqe *e = wire_slot(q, qp->sq.q.own);
-				const struct urd_opcode_info *op = urd_opcode(wqe_of(e)->opcode, qp->type);
-
-				if (op && (op->flags & (URD_OPF_READ | URD_OPF_ATOMIC)) &&
-				    psn_diff(una, e->first_psn) > 0) {
-					q->una = e->first_psn;
-					rx->cnt->retransmits++;
-					go_back(qp, q);
+			/* a READ or atomic keeps una at its first PSN; an ACK
+			 * past it means its responses were lost.  Started and at
+			 * the head: it goes again now; taken back by a go-back:
+			 * it goes again when the engine reaches it */
+			if (e && idx == qp->sq.q.own && idx != q->next_idx) {
+				/* (unless a go-back to it waits for the engine
+				 * already: a burst of ACKs asks once) */
+				if (q->cur_open && q->cur_idx == idx && q->psn == e->first_psn)
 					return;
-				}
+				q->una = e->first_psn;
+				rx->cnt->retransmits++;
+				go_back(qp, q);
+				return;
 			}
+			if (e)
+				una = e->first_psn;
 			/* an ACK for what was acknowledged already (the
 			 * answer to a duplicate) is no progress: it leaves the
 			 * retry count, the backoff and the timer as they are,

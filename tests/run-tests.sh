@@ -272,6 +272,12 @@ for i in "${!T_NAME[@]}"; do
 		esac
 		echo "FAIL $name (${secs}s, $why)"
 		tail -n 30 "$log" | sed 's/^/    /'
+		# the checks that failed, wherever they are in the log (a daemon's
+		# log printed after them would push them out of the tail)
+		if grep -q '^ *FAIL: ' "$log"; then
+			echo "    --- failed checks ---"
+			grep '^ *FAIL: ' "$log" | head -n 10 | sed 's/^ */    /'
+		fi
 		;;
 	esac
 done

@@ -60,7 +60,9 @@
 #
 # Everything lives under one tmp dir ($MH_TMP); mh_setup sets the traps that
 # remove it all, also on failure or interrupt.  UNIRDMA_MH_KEEP=DIR keeps a
-# failed case's captures, daemon logs and guest consoles in DIR.
+# failed case's captures, daemon logs and guest consoles in DIR;
+# MH_DAEMON_EXTRA adds options to every unirdmad (--debug: the wire's
+# go-backs, timeouts and read responses in the daemons' logs).
 
 MH_BR=urdmh-br
 MH_ETCD_NS=urdmh-etcd
@@ -219,7 +221,7 @@ mh_daemon() {
 		args+=(--cluster "$MH_ETCD_URL" --host-name "h$k")
 	fi
 	ASAN_OPTIONS=${UNIRDMA_DAEMON_ASAN_OPTIONS:-${ASAN_OPTIONS:-}} \
-		nsenter --net="/run/netns/$(mh_ns "$k")" "$UNIRDMAD" --state-dir "$s" --foreground \
+		nsenter --net="/run/netns/$(mh_ns "$k")" "$UNIRDMAD" --state-dir "$s" --foreground ${MH_DAEMON_EXTRA:-} \
 		--metrics 127.0.0.1:0 "${args[@]}" "$@" >>"${MH_DLOG[$k]}" 2>&1 &
 	MH_DPID[$k]=$!
 	for ((i = 0; i < 500; i++)); do

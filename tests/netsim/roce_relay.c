@@ -5,13 +5,23 @@
  *
  *   iptables -t mangle -A OUTPUT -p udp --dport 4791 \
  *            -m mark ! --mark MARK -j NFQUEUE --queue-num Q
- *   roce_relay --queue Q --mark MARK [--reorder N] [--dup N] [--stats FILE]
+ *   roce_relay --queue Q --mark MARK [--reorder N] [--dup N] [--stall GAP:MS]
+ *              [--stats FILE]
  *
  *   --reorder N  every Nth packet is held back until the next one has passed
  *                (or HOLD_MS went by without one): the two swap places
  *   --dup N      every Nth packet also goes out a second time (a copy sent
  *                on a raw socket with MARK, which the rule lets through)
- *   --stats FILE written at exit: "seen S reordered R duplicated D"
+ *   --stall GAP:MS  a packet that follows GAP ms without one starts a
+ *                stall: it and every packet after it are held for MS ms,
+ *                then all go out at once, in order (a path, or a peer's CPU,
+ *                that stops for a while at the start of an exchange: the
+ *                sender's timers fire meanwhile, and the burst arrives in
+ *                one receive batch).  Of the ACKs held for one QP only the
+ *                last goes out, the earlier ones are dropped (lost, or
+ *                coalesced: the receiver cannot tell)
+ *   --stats FILE written at exit: "seen S reordered R duplicated D stalls T
+ *                stalled P acks_dropped A"
  *
  * Prints "ready" once it is bound to the queue.  SIGTERM/SIGINT: lets a held
  * packet go, writes the counts, exits 0.  This kernel has no netem and no
@@ -30,15 +40,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libnetfilter_queue/libnetfilter_queue.h>
 
 #define HOLD_MS 50
+#define STALL_MAX 8192          /* packets a stall holds (the queue's length) */
 
 static volatile sig_atomic_t stop;
 static unsigned reorder_every, dup_every;
-static uint64_t seen, reordered, duplicated;
+static uint64_t seen, reordered, duplicated, stalls, stalled, acks_dropped;
+static unsigned stall_gap, stall_ms;
+static uint64_t last_at;        /* ms: the last packet (0: none yet) */
+static uint64_t stall_until;    /* ms (CLOCK_MONOTONIC); 0: not stalling */
+static uint32_t stall_ids[STALL_MAX];
+static int32_t stall_ack_qpn[STALL_MAX]; /* an ACK's destination QP, or -1 */
+static unsigned stall_n;
 static int raw_fd = -1;
 static struct nfq_q_handle *qh;
 static uint32_t held_id; /* 0 = none (netfilter ids start at 1) */
@@ -55,6 +73,24 @@ static void verdict(uint32_t id)
 		fprintf(stderr, "roce_relay: verdict for %u: %s\n", id, strerror(errno));
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* the end of a stall: what it held goes out, in order */
+static void stall_release(void)
+{
+	for (unsigned i = 0; i < stall_n; i++)
+		if (stall_ids[i])
+			verdict(stall_ids[i]);
+	stall_n = 0;
+	stall_until = 0;
+}
+
 /* A copy of an IPv4 packet, sent as it is (IP_HDRINCL) with the mark that
  * keeps it out of the queue. */
 static void send_copy(const unsigned char *pkt, int len)
@@ -69,6 +105,25 @@ static void send_copy(const unsigned char *pkt, int len)
 		fprintf(stderr, "roce_relay: raw send: %s\n", strerror(errno));
 	else
 		duplicated++;
+}
+
+/* The destination QP of a RoCEv2 ACK (BTH opcode RC ACKNOWLEDGE, AETH
+ * syndrome ACK), or -1 for any other packet. */
+static int32_t ack_qpn(const unsigned char *pkt, int len)
+{
+	const struct iphdr *ip = (const struct iphdr *)pkt;
+	const unsigned char *bth;
+	int ihl;
+
+	if (len < (int)sizeof(*ip) || ip->version != 4 || ip->protocol != IPPROTO_UDP)
+		return -1;
+	ihl = ip->ihl * 4;
+	if (len < ihl + 8 + 12 + 4)
+		return -1;
+	bth = pkt + ihl + 8;
+	if (bth[0] != 0x11 || (bth[12] & 0x60) != 0)
+		return -1;
+	return (int32_t)((uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7]);
 }
 
 static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_data *nfa, void *data)
@@ -88,6 +143,41 @@ static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_da
 	len = nfq_get_payload(nfa, &payload);
 	if (dup_every && seen % dup_every == 0 && len > 0)
 		send_copy(payload, len);
+	if (!stall_until && stall_ms && (!last_at || now_ms() - last_at >= stall_gap)) {
+		if (held_id) {          /* a packet held for reordering goes first */
+			verdict(held_id);
+			held_id = 0;
+		}
+		stall_until = now_ms() + stall_ms;
+		stalls++;
+	}
+	if (stall_until) {
+		if (stall_n == STALL_MAX) {
+			stall_release();
+			verdict(id);
+			return 0;
+		}
+		{
+			int32_t qpn = len > 0 ? ack_qpn(payload, len) : -1;
+
+			for (unsigned i = 0; qpn >= 0 && i < stall_n; i++) {
+				if (stall_ids[i] && stall_ack_qpn[i] == qpn) {
+					/* a later ACK of the QP covers it */
+					if (nfq_set_verdict(qh, stall_ids[i], NF_DROP, 0, NULL) < 0)
+						fprintf(stderr, "roce_relay: drop %u: %s\n", stall_ids[i],
+							strerror(errno));
+					stall_ids[i] = 0;
+					acks_dropped++;
+				}
+			}
+			stall_ack_qpn[stall_n] = qpn;
+		}
+		stall_ids[stall_n++] = id;
+		stalled++;
+		last_at = now_ms();
+		return 0;
+	}
+	last_at = now_ms();
 	if (held_id) {
 		/* this one first, then the one held back */
 		verdict(id);
@@ -106,7 +196,7 @@ static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_da
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: roce_relay --queue Q --mark MARK [--reorder N] [--dup N] [--stats FILE]\n");
+	fprintf(stderr, "usage: roce_relay --queue Q --mark MARK [--reorder N] [--dup N] [--stall GAP:MS] [--stats FILE]\n");
 	exit(2);
 }
 
@@ -115,7 +205,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "queue", required_argument, NULL, 'q' }, { "mark", required_argument, NULL, 'm' },
 		{ "reorder", required_argument, NULL, 'r' }, { "dup", required_argument, NULL, 'd' },
-		{ "stats", required_argument, NULL, 's' }, { NULL, 0, NULL, 0 },
+		{ "stall", required_argument, NULL, 't' }, { "stats", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *stats = NULL;
 	unsigned long queue = 0, mark = 0;
@@ -132,6 +223,17 @@ int main(int argc, char **argv)
 		case 'r': reorder_every = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'd': dup_every = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 's': stats = optarg; break;
+		case 't': {
+			char *end;
+
+			stall_gap = (unsigned)strtoul(optarg, &end, 0);
+			if (*end != ':')
+				usage();
+			stall_ms = (unsigned)strtoul(end + 1, &end, 0);
+			if (*end || !stall_ms || stall_ms > 60000)
+				usage();
+			break;
+		}
 		default: usage();
 		}
 	}
@@ -152,19 +254,28 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	qh = nfq_create_queue(h, (uint16_t)queue, on_packet, NULL);
-	if (!qh || nfq_set_mode(qh, NFQNL_COPY_PACKET, 0xffff) < 0) {
+	if (!qh || nfq_set_mode(qh, NFQNL_COPY_PACKET, 0xffff) < 0 || nfq_set_queue_maxlen(qh, STALL_MAX) < 0) {
 		fprintf(stderr, "roce_relay: queue %lu: %s\n", queue, strerror(errno));
 		return 1;
 	}
 	fd = nfq_fd(h);
-	printf("ready queue %lu reorder every %u dup every %u\n", queue, reorder_every, dup_every);
+	printf("ready queue %lu reorder every %u dup every %u stall after %u ms idle for %u ms\n", queue,
+	       reorder_every, dup_every, stall_gap, stall_ms);
 	fflush(stdout);
 	while (!stop) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int n = poll(&p, 1, held_id ? HOLD_MS : 200);
+		int wait = held_id ? HOLD_MS : 200, n;
 
+		if (stall_until) {
+			uint64_t t = now_ms();
+
+			wait = t >= stall_until ? 0 : (int)(stall_until - t);
+		}
+		n = poll(&p, 1, wait);
 		if (n < 0 && errno != EINTR)
 			break;
+		if (stall_until && now_ms() >= stall_until)
+			stall_release();
 		if (n == 0 && held_id) {
 			/* nothing came after it: let it go alone */
 			verdict(held_id);
@@ -186,18 +297,22 @@ int main(int argc, char **argv)
 	}
 	if (held_id)
 		verdict(held_id);
+	stall_release();
 	nfq_destroy_queue(qh);
 	nfq_close(h);
 	if (stats) {
 		FILE *f = fopen(stats, "w");
 
 		if (f) {
-			fprintf(f, "seen %llu reordered %llu duplicated %llu\n", (unsigned long long)seen,
-				(unsigned long long)reordered, (unsigned long long)duplicated);
+			fprintf(f, "seen %llu reordered %llu duplicated %llu stalls %llu stalled %llu acks_dropped %llu\n",
+				(unsigned long long)seen, (unsigned long long)reordered,
+				(unsigned long long)duplicated, (unsigned long long)stalls,
+				(unsigned long long)stalled, (unsigned long long)acks_dropped);
 			fclose(f);
 		}
 	}
-	printf("seen %llu reordered %llu duplicated %llu\n", (unsigned long long)seen,
-	       (unsigned long long)reordered, (unsigned long long)duplicated);
+	printf("seen %llu reordered %llu duplicated %llu stalls %llu stalled %llu acks_dropped %llu\n",
+	       (unsigned long long)seen, (unsigned long long)reordered, (unsigned long long)duplicated,
+	       (unsigned long long)stalls, (unsigned long long)stalled, (unsigned long long)acks_dropped);
 	return 0;
 }

@@ -15,6 +15,21 @@
  * order; a signaled completion retires every earlier unsignaled WR, so
  * posting never fails while (posted - retired) <= max_send_wr
  * (ibv_post_send(3), IBV_SEND_SIGNALED). All 1000 writes land.
+ *
+ * Part 3: a READ between WRITEs.  Rounds, each on a new QP pair: B's QP
+ * posts a 192 KiB RDMA WRITE, an 8 KiB RDMA READ and a 64 B RDMA WRITE into
+ * A's memory, each round's data its own; the completions come in order, all
+ * successful, the READ brings back A's bytes of that round and both writes
+ * land.  The QPs' responder is device 0 (A).  Across hosts,
+ * tests/integration/wire_verbs.sh (read_between) stalls what A's host sends
+ * at the start of each round for longer than B's resend timer: B goes back
+ * to the first WRITE, whose rest then fills the halved window (the READ was
+ * sent, now it is taken back and waits), and the READ responses and the
+ * last ACK arrive together.  (The ACK for the last WRITE used to move B past
+ * the READ: its responses were all dropped as stale, and it ended in retry
+ * exceeded.)  Rounds start 30 ms apart, the quiet the relay starts a stall
+ * after.
+ * UNIRDMA_T_ORDERING_PARTS=3 runs this part alone.
  */
 #include "helpers.h"
 
@@ -240,13 +255,75 @@ static void part2(void)
 	t_unmap(arr, arr_len);
 }
 
+#define ROUNDS   5
+#define BIG      (192u << 10)
+#define RD       (8u << 10)
+#define SMALL    64u
+#define ROUND_AT(r) ((size_t)(r) * (BIG + RD + SMALL))
+
+static void part3(void)
+{
+	struct ibv_cq *scq = t_cq(&B, 16, NULL), *rcq = t_cq(&A, 16, NULL);
+	size_t len = ROUND_AT(ROUNDS);
+	uint8_t *src = t_map(len), *mem = t_map(len);
+	struct ibv_mr *mr_src = t_reg(B.pd, src, len, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mr_mem = t_reg(A.pd, mem, len, T_ALL_ACCESS);
+	struct ibv_wc wc;
+
+	/* B's writes carry seed 3's pattern; what B reads is A's, seed 4 */
+	t_fill(src, len, 3, 0);
+	for (uint32_t r = 0; r < ROUNDS; r++)
+		t_fill(mem + ROUND_AT(r) + BIG, RD, 4, ROUND_AT(r) + BIG);
+	for (uint32_t r = 0; r < ROUNDS; r++) {
+		struct ibv_qp_cap cap = { .max_send_wr = 8, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 };
+		struct ibv_qp_cap acap = cap;
+		struct ibv_qp *b = t_qp(&B, IBV_QPT_RC, scq, scq, NULL, 1, &cap);
+		struct ibv_qp *a = t_qp(&A, IBV_QPT_RC, rcq, rcq, NULL, 0, &acap);
+		size_t at = ROUND_AT(r);
+		struct ibv_sge big = t_sge(src + at, BIG, mr_src->lkey);
+		struct ibv_sge rd = t_sge(src + at + BIG, RD, mr_src->lkey);
+		struct ibv_sge small = t_sge(src + at + BIG + RD, SMALL, mr_src->lkey);
+		static const enum ibv_wc_opcode op[3] = { IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE };
+
+		t_rc_connect(&B, b, &A, a, NULL);
+		t_sleep_ms(30);
+		CHECK_OK(t_post(b, 3 * r, IBV_WR_RDMA_WRITE, &big, 1, IBV_SEND_SIGNALED, (uintptr_t)(mem + at),
+				mr_mem->rkey, 0));
+		CHECK_OK(t_post(b, 3 * r + 1, IBV_WR_RDMA_READ, &rd, 1, IBV_SEND_SIGNALED,
+				(uintptr_t)(mem + at + BIG), mr_mem->rkey, 0));
+		CHECK_OK(t_post(b, 3 * r + 2, IBV_WR_RDMA_WRITE, &small, 1, IBV_SEND_SIGNALED,
+				(uintptr_t)(mem + at + BIG + RD), mr_mem->rkey, 0));
+		for (int k = 0; k < 3; k++)
+			t_expect_wc(scq, &wc, 3 * r + k, IBV_WC_SUCCESS, op[k]);
+		CHECK_DATA(src + at + BIG, RD, 4, at + BIG);
+		CHECK_DATA(mem + at, BIG, 3, at);
+		CHECK_DATA(mem + at + BIG + RD, SMALL, 3, at + BIG + RD);
+		CHECK_CQ_EMPTY(scq);
+		CHECK_CQ_EMPTY(rcq);
+		CHECK_OK(ibv_destroy_qp(a));
+		CHECK_OK(ibv_destroy_qp(b));
+	}
+	CHECK_OK(ibv_dereg_mr(mr_src));
+	CHECK_OK(ibv_dereg_mr(mr_mem));
+	CHECK_OK(ibv_destroy_cq(scq));
+	CHECK_OK(ibv_destroy_cq(rcq));
+	t_unmap(src, len);
+	t_unmap(mem, len);
+}
+
 int main(void)
 {
+	const char *parts = getenv("UNIRDMA_T_ORDERING_PARTS");
+
 	t_start("t_ordering");
 	t_open(&A, 0);
 	t_open(&B, 1);
-	part1();
-	part2();
+	if (!parts || strchr(parts, '1'))
+		part1();
+	if (!parts || strchr(parts, '2'))
+		part2();
+	if (!parts || strchr(parts, '3'))
+		part3();
 	t_close(&A);
 	t_close(&B);
 	t_pass();
