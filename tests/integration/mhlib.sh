@@ -370,6 +370,10 @@ mh_relay() {
 	die "roce_relay did not start"
 }
 
+# field FILE WORD: the number after WORD in FILE's last line that has it
+# (the relay's counts in $MH_TMP/relay.stats, a probe's result lines)
+field() { awk -v w="$2" '{ for (i = 1; i < NF; i++) if ($i == w) v = $(i + 1) } END { print v + 0 }' "$1"; }
+
 # mh_relay_stop: stops the relay (it writes its counts to $MH_TMP/relay.stats).
 mh_relay_stop() {
 	[ -n "$MH_RELAY_PID" ] || return 0

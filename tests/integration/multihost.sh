@@ -29,8 +29,6 @@ in_host() {
 # hping K IP [COUNT]: host K pings IP (busybox: Debian's iputils-ping is not a dependency)
 hping() { in_host "$1" busybox ping -c "${3:-2}" -W 2 -q "$2" >/dev/null 2>&1; }
 
-# field FILE WORD: the number after WORD in FILE's last line that has it
-field() { awk -v w="$2" '{ for (i = 1; i < NF; i++) if ($i == w) v = $(i + 1) } END { print v + 0 }' "$1"; }
 
 between() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
 

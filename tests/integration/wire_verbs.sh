@@ -140,9 +140,9 @@ read_between() {
 	mh_relay_stop
 	local st=$MH_TMP/relay.stats n
 	say "  relay: $(cat "$st" 2>/dev/null)"
-	n=$(awk '{ print $8 + 0 }' "$st" 2>/dev/null)
+	n=$(field "$st" stalls 2>/dev/null)
 	check "the relay stalled host 1's packets at the start of each round ($n stalls, >= 5)" test "${n:-0}" -ge 5
-	n=$(awk '{ print $12 + 0 }' "$st" 2>/dev/null)
+	n=$(field "$st" acks_dropped 2>/dev/null)
 	check "and dropped the ACKs a later one covered ($n)" test "${n:-0}" -gt 0
 	n=$(wv_counter 2 "sum(x['counters']['timeouts'] for x in h['hosts'])")
 	check "host 2's resend timer fired during the stalls ($n times, >= 5)" test "${n:-0}" -ge 5

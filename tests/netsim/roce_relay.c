@@ -130,7 +130,9 @@ static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_da
 {
 	struct nfqnl_msg_packet_hdr *ph = nfq_get_msg_packet_hdr(nfa);
 	unsigned char *payload;
+	uint64_t t;
 	uint32_t id;
+	bool quiet;
 	int len;
 
 	(void)q;
@@ -143,12 +145,15 @@ static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_da
 	len = nfq_get_payload(nfa, &payload);
 	if (dup_every && seen % dup_every == 0 && len > 0)
 		send_copy(payload, len);
-	if (!stall_until && stall_ms && (!last_at || now_ms() - last_at >= stall_gap)) {
+	t = now_ms();
+	quiet = !last_at || t - last_at >= stall_gap;
+	last_at = t;
+	if (!stall_until && stall_ms && quiet) {
 		if (held_id) {          /* a packet held for reordering goes first */
 			verdict(held_id);
 			held_id = 0;
 		}
-		stall_until = now_ms() + stall_ms;
+		stall_until = t + stall_ms;
 		stalls++;
 	}
 	if (stall_until) {
@@ -174,10 +179,8 @@ static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_da
 		}
 		stall_ids[stall_n++] = id;
 		stalled++;
-		last_at = now_ms();
 		return 0;
 	}
-	last_at = now_ms();
 	if (held_id) {
 		/* this one first, then the one held back */
 		verdict(id);
