@@ -386,8 +386,8 @@ wire_apps() {
 	{
 		# UCP's client-server connection through UCX's rdmacm connection
 		# manager (service 0x0106 << 16 | port: RDMA_PS_TCP), then 3 s of
-		# checked writes and reads (-q)
-		local ucx="env UCX_TLS=rc_verbs,ud_verbs,self UCX_SOCKADDR_TLS_PRIORITY=rdmacm UNIRDMA_CM_DEBUG=1"
+		# checked writes and reads (-q).  UCX_RNDV_THRESH: see IODEMO_UCX.
+		local ucx="env UCX_TLS=rc_verbs,ud_verbs,self UCX_SOCKADDR_TLS_PRIORITY=rdmacm $IODEMO_UCX UNIRDMA_CM_DEBUG=1"
 		local io="io_demo -p 13337 -q -o read,write -d 1024:65536"
 		mh_pair -w "rdmacm: listening on service $(printf '0x%x' $((0x0106 << 16 | 13337)))" --persistent \
 			1 h1v1 "$ucx $io" 2 h2v1 "$ucx $io -i 10000000 -l 3s $SRV" || return 1

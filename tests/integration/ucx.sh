@@ -77,7 +77,7 @@ case_rdmacm_cm() {
 	svc=$(printf 'rdmacm: listening on service 0x%x' $((0x0106 << 16 | port)))
 	check "ucx_info lists the rdmacm connection manager" bash -c \
 		"grep -qx '# Connection manager: rdmacm' <<<\"\$1\"" _ "$(in_container "$VR_A" ucx_info -d 2>&1)"
-	export UCX_TLS=rc_verbs,ud_verbs,self UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_LOG_LEVEL=debug UNIRDMA_CM_DEBUG=2
+	export UCX_TLS=rc_verbs,ud_verbs,self UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_LOG_LEVEL=debug UNIRDMA_CM_DEBUG=2 "$IODEMO_UCX"
 	before=$(tx_bytes_of "$VR_A" "$VR_B")
 	say "+ server in container $VR_A ($IP_A): io_demo $args"
 	# shellcheck disable=SC2086
