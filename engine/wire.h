@@ -171,6 +171,7 @@ struct wire_qp {
 	uint32_t cur_pkt;               /* its next packet */
 	uint32_t noack;                 /* packets since the last AckReq */
 	uint32_t cwnd, cwnd_acc;        /* congestion window in PSNs (wire_rc.c) */
+	uint32_t cwnd_psn;              /* the PSNs before it counted for cwnd */
 	uint32_t rd_out;                /* READs and atomics in flight */
 	uint32_t retry_left, rnr_left;
 	uint64_t rto_at;                /* retransmission deadline, 0: off */

@@ -113,7 +113,7 @@ struct wire_qp *wire_rc_new(struct vr_qp *qp, uint32_t sip, uint32_t dip)
 	q->qp = qp;
 	q->sip = sip;
 	q->dip = dip;
-	q->psn = q->una = q->psn_max = qp->attr.sq_psn & 0xffffff;
+	q->psn = q->una = q->psn_max = q->cwnd_psn = qp->attr.sq_psn & 0xffffff;
 	q->epsn = qp->attr.rq_psn & 0xffffff;
 	q->next_idx = q->hi_idx = qp->sq.q.own;
 	q->retry_left = qp->attr.retry_cnt;
@@ -138,7 +138,7 @@ void wire_rc_sync(struct vr_qp *qp)
 		ooo_clear(q);
 	}
 	if (q->next_idx == qp->sq.q.own && !q->cur_open) {
-		q->psn = q->una = q->psn_max = qp->attr.sq_psn & 0xffffff;
+		q->psn = q->una = q->psn_max = q->cwnd_psn = qp->attr.sq_psn & 0xffffff;
 		q->next_idx = q->hi_idx = qp->sq.q.own;
 	}
 	q->retry_left = qp->attr.retry_cnt;
@@ -318,8 +318,9 @@ static_assert(ROCE_RC_SEND_ONLY_IMM - ROCE_RC_SEND_FIRST == 5 && ROCE_RC_WRITE_O
 	      "SEND and WRITE opcodes share their position layout, UC's as RC's");
 
 /* Congestion window, in PSNs: additive increase (one PSN per window of
- * acknowledged PSNs), halved on a loss (a PSN-sequence NAK, a timeout), never
- * below WIRE_CWND_MIN nor above WIRE_WINDOW (rxe's 128 unacknowledged PSNs).
+ * PSNs acknowledged for the first time, progress()), halved on a loss (a
+ * PSN-sequence NAK, a timeout), never below WIRE_CWND_MIN nor above
+ * WIRE_WINDOW (wire.h).
  * Go-back-N resends everything in flight after a loss: a window near the
  * path's bandwidth-delay product keeps that cost small. */
 #define WIRE_CWND_MIN 16u
@@ -804,11 +805,17 @@ static void nak_una(struct vr_qp *qp, struct wire_qp *q, uint32_t psn)
 
 static void progress(struct vr_qp *qp, struct wire_qp *q, uint32_t una, uint64_t now)
 {
-	/* (complete_head may have moved una already: the caller's una counts) */
-	if (psn_diff(una, q->una) > 0) {
-		cwnd_acked(q, (uint32_t)psn_diff(una, q->una));
-		q->una = una;
+	/* The window grows by the PSNs acknowledged for the first time:
+	 * those between cwnd_psn and una.  (Counted from q->una, it did not
+	 * grow at all where WQEs end on the ACK's PSN: complete_head moves
+	 * q->una first.  After a loss, a stream of one-packet WRITEs kept
+	 * WIRE_CWND_MIN for ever.) */
+	if (psn_diff(una, q->cwnd_psn) > 0) {
+		cwnd_acked(q, (uint32_t)psn_diff(una, q->cwnd_psn));
+		q->cwnd_psn = una;
 	}
+	if (psn_diff(una, q->una) > 0)
+		q->una = una;
 	q->in_retry = false;
 	q->progress_at = now;
 	q->backoff = 0;

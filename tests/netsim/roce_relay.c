@@ -6,7 +6,7 @@
  *   iptables -t mangle -A OUTPUT -p udp --dport 4791 \
  *            -m mark ! --mark MARK -j NFQUEUE --queue-num Q
  *   roce_relay --queue Q --mark MARK [--reorder N] [--dup N] [--stall GAP:MS]
- *              [--stats FILE]
+ *              [--stall-every T:MS] [--stats FILE]
  *
  *   --reorder N  every Nth packet is held back until the next one has passed
  *                (or HOLD_MS went by without one): the two swap places
@@ -20,6 +20,10 @@
  *                one receive batch).  Of the ACKs held for one QP only the
  *                last goes out, the earlier ones are dropped (lost, or
  *                coalesced: the receiver cannot tell)
+ *   --stall-every T:MS[-MAX]  the same stall, started by the first packet
+ *                T ms or more after the last stall began (a stream that
+ *                stops now and then, where --stall needs a quiet gap); with
+ *                MAX, each stall lasts MS to MAX ms (uniform, fixed seed)
  *   --stats FILE written at exit: "seen S reordered R duplicated D stalls T
  *                stalled P acks_dropped A"
  *
@@ -51,7 +55,10 @@
 static volatile sig_atomic_t stop;
 static unsigned reorder_every, dup_every;
 static uint64_t seen, reordered, duplicated, stalls, stalled, acks_dropped;
-static unsigned stall_gap, stall_ms;
+static unsigned stall_gap, stall_ms, stall_every, stall_max;
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static bool stall_quiet;        /* --stall: a quiet gap starts a stall */
+static uint64_t stall_began;    /* ms: the last stall's start (0: none yet) */
 static uint64_t last_at;        /* ms: the last packet (0: none yet) */
 static uint64_t stall_until;    /* ms (CLOCK_MONOTONIC); 0: not stalling */
 static uint32_t stall_ids[STALL_MAX];
@@ -132,7 +139,7 @@ static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_da
 	unsigned char *payload;
 	uint64_t t;
 	uint32_t id;
-	bool quiet;
+	bool quiet, due;
 	int len;
 
 	(void)q;
@@ -146,14 +153,22 @@ static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_da
 	if (dup_every && seen % dup_every == 0 && len > 0)
 		send_copy(payload, len);
 	t = now_ms();
-	quiet = !last_at || t - last_at >= stall_gap;
+	quiet = stall_quiet && (!last_at || t - last_at >= stall_gap);
+	due = stall_every && (!stall_began || t - stall_began >= stall_every);
 	last_at = t;
-	if (!stall_until && stall_ms && quiet) {
+	if (!stall_until && stall_ms && (quiet || due)) {
 		if (held_id) {          /* a packet held for reordering goes first */
 			verdict(held_id);
 			held_id = 0;
 		}
 		stall_until = t + stall_ms;
+		if (stall_max > stall_ms) {     /* xorshift64 */
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			stall_until += rng % (stall_max - stall_ms + 1);
+		}
+		stall_began = t;
 		stalls++;
 	}
 	if (stall_until) {
@@ -199,7 +214,8 @@ static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_da
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: roce_relay --queue Q --mark MARK [--reorder N] [--dup N] [--stall GAP:MS] [--stats FILE]\n");
+	fprintf(stderr, "usage: roce_relay --queue Q --mark MARK [--reorder N] [--dup N] [--stall GAP:MS]\n"
+			"                  [--stall-every T:MS[-MAX]] [--stats FILE]\n");
 	exit(2);
 }
 
@@ -208,7 +224,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "queue", required_argument, NULL, 'q' }, { "mark", required_argument, NULL, 'm' },
 		{ "reorder", required_argument, NULL, 'r' }, { "dup", required_argument, NULL, 'd' },
-		{ "stall", required_argument, NULL, 't' }, { "stats", required_argument, NULL, 's' },
+		{ "stall", required_argument, NULL, 't' }, { "stall-every", required_argument, NULL, 'e' },
+		{ "stats", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *stats = NULL;
@@ -226,14 +243,25 @@ int main(int argc, char **argv)
 		case 'r': reorder_every = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'd': dup_every = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 's': stats = optarg; break;
-		case 't': {
+		case 't':
+		case 'e': {
 			char *end;
+			unsigned long v = strtoul(optarg, &end, 0);
 
-			stall_gap = (unsigned)strtoul(optarg, &end, 0);
-			if (*end != ':')
+			if (*end != ':' || v > 3600000)
 				usage();
+			if (c == 't') {
+				stall_gap = (unsigned)v;
+				stall_quiet = true;
+			} else {
+				if (!v)
+					usage();
+				stall_every = (unsigned)v;
+			}
 			stall_ms = (unsigned)strtoul(end + 1, &end, 0);
-			if (*end || !stall_ms || stall_ms > 60000)
+			if (c == 'e' && *end == '-')
+				stall_max = (unsigned)strtoul(end + 1, &end, 0);
+			if (*end || !stall_ms || stall_ms > 60000 || stall_max > 60000)
 				usage();
 			break;
 		}
@@ -262,8 +290,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fd = nfq_fd(h);
-	printf("ready queue %lu reorder every %u dup every %u stall after %u ms idle for %u ms\n", queue,
-	       reorder_every, dup_every, stall_gap, stall_ms);
+	printf("ready queue %lu reorder every %u dup every %u stall after %u ms idle or every %u ms for %u ms\n",
+	       queue, reorder_every, dup_every, stall_quiet ? stall_gap : 0, stall_every, stall_ms);
 	fflush(stdout);
 	while (!stop) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };

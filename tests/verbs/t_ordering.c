@@ -30,11 +30,24 @@
  * exceeded.)  Rounds start 30 ms apart, the quiet the relay starts a stall
  * after.
  * UNIRDMA_T_ORDERING_PARTS=3 runs this part alone.
+ *
+ * Part 4: a stream of small WRITEs.  B's QP (send queue 256 deep) posts
+ * 40000 RDMA WRITEs of 64 B into A's memory, each to a slot of its own,
+ * every 16th signaled; completions come in order and every slot holds its
+ * WRITE's bytes.  Across hosts, wire_verbs.sh (goback_budget) stalls A's
+ * ACKs for longer than B's resend timer every 150 ms: B goes back over
+ * WRITEs A already has whole, more of them than one engine step starts
+ * (32), and the ACK for all of them comes while B resends.  (The engine
+ * used to drop such a QP from its work list when the step's budget ran out
+ * with WQEs still to start; the WQEs A had whole then completed without a
+ * packet, no ACK came to put the QP back, and the stream stopped.)
+ * UNIRDMA_T_ORDERING_N4 sets the count.
  */
 #include "helpers.h"
 
 #include <arpa/inet.h>
 #include <sched.h>
+#include <stdbool.h>
 
 #define N 1000
 #define SIG_EVERY 16
@@ -311,6 +324,72 @@ static void part3(void)
 	t_unmap(mem, len);
 }
 
+#define N4_SLOT  64u
+#define N4_SQ    128u   /* as ib_write_bw's default --tx-depth */
+#define N4_SIG   100u   /* and its --cqe-poll: 1 WR in 100 signaled */
+
+static void part4(void)
+{
+	const char *ns = getenv("UNIRDMA_T_ORDERING_N4");
+	uint32_t n = ns ? (uint32_t)strtoul(ns, NULL, 0) : 40000;
+	size_t len = (size_t)n * N4_SLOT;
+	struct ibv_cq *scq = t_cq(&B, N4_SQ, NULL), *rcq = t_cq(&A, 16, NULL);
+	struct ibv_qp_cap cap = { .max_send_wr = N4_SQ, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 };
+	struct ibv_qp_cap acap = cap;
+	struct ibv_qp *b = t_qp(&B, IBV_QPT_RC, scq, scq, NULL, 0, &cap);
+	struct ibv_qp *a = t_qp(&A, IBV_QPT_RC, rcq, rcq, NULL, 0, &acap);
+	uint8_t *src = t_map(len), *mem = t_map(len);
+	struct ibv_mr *mr_src = t_reg(B.pd, src, len, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mr_mem = t_reg(A.pd, mem, len, T_ALL_ACCESS);
+	uint32_t posted = 0, retired = 0, ncqe = 0, last = n - 1;
+	uint64_t idle_since = t_now_ms();
+	struct ibv_wc wc;
+
+	CHECK(n >= 1 && cap.max_send_wr >= N4_SIG);
+	t_fill(src, len, 5, 0);
+	t_rc_connect(&B, b, &A, a, NULL);
+	while (retired < n) {
+		while (posted < n && posted - retired < cap.max_send_wr) {
+			struct ibv_sge sg = t_sge(src + (size_t)posted * N4_SLOT, N4_SLOT, mr_src->lkey);
+			bool sig = posted % N4_SIG == N4_SIG - 1 || posted == last;
+
+			CHECK_OK(t_post(b, posted, IBV_WR_RDMA_WRITE, &sg, 1, sig ? IBV_SEND_SIGNALED : 0,
+					(uintptr_t)(mem + (size_t)posted * N4_SLOT), mr_mem->rkey, 0));
+			posted++;
+		}
+		if (ibv_poll_cq(scq, 1, &wc) == 1) {
+			uint32_t expect = retired;
+
+			while (expect % N4_SIG != N4_SIG - 1 && expect != last)
+				expect++;
+			CHECK_WC(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+			if (wc.wr_id != expect)
+				t_fail("completion for WR %llu, expected the signaled WR %u",
+				       (unsigned long long)wc.wr_id, expect);
+			retired = expect + 1;
+			ncqe++;
+			idle_since = t_now_ms();
+		} else {
+			sched_yield();
+		}
+		/* no completion for a whole timeout: the stream stopped */
+		if (t_now_ms() - idle_since > (uint64_t)T_TIMEOUT_MS)
+			t_fail("stuck: posted %u, retired %u of %u", posted, retired, n);
+	}
+	CHECK_EQ(ncqe, (n + N4_SIG - 1) / N4_SIG);
+	CHECK_CQ_EMPTY(scq);
+	CHECK_CQ_EMPTY(rcq);
+	CHECK_DATA(mem, len, 5, 0);
+	CHECK_OK(ibv_destroy_qp(a));
+	CHECK_OK(ibv_destroy_qp(b));
+	CHECK_OK(ibv_dereg_mr(mr_src));
+	CHECK_OK(ibv_dereg_mr(mr_mem));
+	CHECK_OK(ibv_destroy_cq(scq));
+	CHECK_OK(ibv_destroy_cq(rcq));
+	t_unmap(src, len);
+	t_unmap(mem, len);
+}
+
 int main(void)
 {
 	const char *parts = getenv("UNIRDMA_T_ORDERING_PARTS");
@@ -324,6 +403,8 @@ int main(void)
 		part2();
 	if (!parts || strchr(parts, '3'))
 		part3();
+	if (!parts || strchr(parts, '4'))
+		part4();
 	t_close(&A);
 	t_close(&B);
 	t_pass();
