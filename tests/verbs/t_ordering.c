@@ -41,7 +41,8 @@
  * used to drop such a QP from its work list when the step's budget ran out
  * with WQEs still to start; the WQEs A had whole then completed without a
  * packet, no ACK came to put the QP back, and the stream stopped.)
- * UNIRDMA_T_ORDERING_N4 sets the count.
+ * UNIRDMA_T_ORDERING_N4 sets the count, UNIRDMA_T_ORDERING_SECS a time after
+ * which no more are posted than the next signaled one.
  */
 #include "helpers.h"
 
@@ -330,8 +331,9 @@ static void part3(void)
 
 static void part4(void)
 {
-	const char *ns = getenv("UNIRDMA_T_ORDERING_N4");
+	const char *ns = getenv("UNIRDMA_T_ORDERING_N4"), *secs = getenv("UNIRDMA_T_ORDERING_SECS");
 	uint32_t n = ns ? (uint32_t)strtoul(ns, NULL, 0) : 40000;
+	uint64_t stop_at = secs ? t_now_ms() + 1000 * strtoull(secs, NULL, 0) : 0;
 	size_t len = (size_t)n * N4_SLOT;
 	struct ibv_cq *scq = t_cq(&B, N4_SQ, NULL), *rcq = t_cq(&A, 16, NULL);
 	struct ibv_qp_cap cap = { .max_send_wr = N4_SQ, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 };
@@ -349,6 +351,14 @@ static void part4(void)
 	t_fill(src, len, 5, 0);
 	t_rc_connect(&B, b, &A, a, NULL);
 	while (retired < n) {
+		if (stop_at && t_now_ms() >= stop_at) {
+			/* time is up: the stream ends at the next signaled WR */
+			uint32_t end = (posted + N4_SIG - 1) / N4_SIG * N4_SIG;
+
+			if (end && end < n)
+				n = end, last = n - 1;
+			stop_at = 0;
+		}
 		while (posted < n && posted - retired < cap.max_send_wr) {
 			struct ibv_sge sg = t_sge(src + (size_t)posted * N4_SLOT, N4_SLOT, mr_src->lkey);
 			bool sig = posted % N4_SIG == N4_SIG - 1 || posted == last;
@@ -379,7 +389,8 @@ static void part4(void)
 	CHECK_EQ(ncqe, (n + N4_SIG - 1) / N4_SIG);
 	CHECK_CQ_EMPTY(scq);
 	CHECK_CQ_EMPTY(rcq);
-	CHECK_DATA(mem, len, 5, 0);
+	CHECK_DATA(mem, (size_t)n * N4_SLOT, 5, 0);
+	printf("part 4: %u WRITEs of %u B, %u completions\n", n, N4_SLOT, ncqe);
 	CHECK_OK(ibv_destroy_qp(a));
 	CHECK_OK(ibv_destroy_qp(b));
 	CHECK_OK(ibv_dereg_mr(mr_src));
