@@ -23,7 +23,8 @@
  *   --stall-every T:MS[-MAX]  the same stall, started by the first packet
  *                T ms or more after the last stall began (a stream that
  *                stops now and then, where --stall needs a quiet gap); with
- *                MAX, each stall lasts MS to MAX ms (uniform, fixed seed)
+ *                MAX, each stall lasts MS to MAX ms (uniform, fixed seed).
+ *                Given with --stall, the one given last sets MS.
  *   --stats FILE written at exit: "seen S reordered R duplicated D stalls T
  *                stalled P acks_dropped A"
  *
