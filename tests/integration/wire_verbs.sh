@@ -137,16 +137,23 @@ read_between() {
 	wv_setup || return 1
 	mh_relay --stall 10:5
 	UNIRDMA_T_ORDERING_PARTS=3 run_one t_ordering
-	mh_relay_stop
+	stalls_checked 5 "at the start of each round"
+	checks_result
+}
+
+# stalls_checked MIN WHEN: stops the relay; it stalled host 1's packets at
+# least MIN times (WHEN says when), dropped ACKs a later one covered, and
+# host 2's resend timer fired at least MIN times: the case saw the stalls.
+stalls_checked() {
 	local st=$MH_TMP/relay.stats n
+	mh_relay_stop
 	say "  relay: $(cat "$st" 2>/dev/null)"
 	n=$(field "$st" stalls 2>/dev/null)
-	check "the relay stalled host 1's packets at the start of each round ($n stalls, >= 5)" test "${n:-0}" -ge 5
+	check "the relay stalled host 1's packets $2 ($n stalls, >= $1)" test "${n:-0}" -ge "$1"
 	n=$(field "$st" acks_dropped 2>/dev/null)
 	check "and dropped the ACKs a later one covered ($n)" test "${n:-0}" -gt 0
 	n=$(wv_counter 2 "sum(x['counters']['timeouts'] for x in h['hosts'])")
-	check "host 2's resend timer fired during the stalls ($n times, >= 5)" test "${n:-0}" -ge 5
-	checks_result
+	check "host 2's resend timer fired during the stalls ($n times, >= $1)" test "${n:-0}" -ge "$1"
 }
 add_case read_between read_between
 
@@ -168,15 +175,8 @@ goback_budget() {
 	MH_DAEMON_EXTRA=--debug wv_setup || return 1
 	mh_relay --stall-every 20:2-20
 	UNIRDMA_T_ORDERING_PARTS=4 UNIRDMA_T_ORDERING_N4=200000 UNIRDMA_T_ORDERING_SECS=4 run_one t_ordering
-	mh_relay_stop
-	local st=$MH_TMP/relay.stats n
-	say "  relay: $(cat "$st" 2>/dev/null)"
-	n=$(field "$st" stalls 2>/dev/null)
-	check "the relay held host 1's ACKs now and then ($n stalls, >= 20)" test "${n:-0}" -ge 20
-	n=$(field "$st" acks_dropped 2>/dev/null)
-	check "and dropped the ACKs a later one covered ($n)" test "${n:-0}" -gt 0
-	n=$(wv_counter 2 "sum(x['counters']['timeouts'] for x in h['hosts'])")
-	check "host 2's resend timer fired during the stalls ($n times, >= 20)" test "${n:-0}" -ge 20
+	stalls_checked 20 "every 20 ms"
+	local n
 	# "go back to psn ... cwnd N)": once the first stall's go-backs took
 	# the window to its floor, later ones must find it above
 	grep -o 'go back to psn .*cwnd [0-9]*' "${MH_DLOG[2]}" | awk '{ print $NF }' >"$WORK/cwnd"
