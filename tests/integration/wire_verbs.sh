@@ -122,6 +122,21 @@ uc_loss() {
 }
 add_case t_uc_loss uc_loss
 
+# stalls_checked MIN WHEN: stops the relay; it stalled host 1's packets at
+# least MIN times (WHEN says when), dropped ACKs a later one covered, and
+# host 2's resend timer fired at least MIN times: the case saw the stalls.
+stalls_checked() {
+	local st=$MH_TMP/relay.stats n
+	mh_relay_stop
+	say "  relay: $(cat "$st" 2>/dev/null)"
+	n=$(field "$st" stalls 2>/dev/null)
+	check "the relay stalled host 1's packets $2 ($n stalls, >= $1)" test "${n:-0}" -ge "$1"
+	n=$(field "$st" acks_dropped 2>/dev/null)
+	check "and dropped the ACKs a later one covered ($n)" test "${n:-0}" -gt 0
+	n=$(wv_counter 2 "sum(x['counters']['timeouts'] for x in h['hosts'])")
+	check "host 2's resend timer fired during the stalls ($n times, >= $1)" test "${n:-0}" -ge "$1"
+}
+
 # read_between: a READ between WRITEs (t_ordering part 3, B on host 2 the
 # requester, a new QP each round) while the relay holds what host 1 sends
 # at the start of each round for 5 ms, longer than a new QP's resend timer
@@ -139,21 +154,6 @@ read_between() {
 	UNIRDMA_T_ORDERING_PARTS=3 run_one t_ordering
 	stalls_checked 5 "at the start of each round"
 	checks_result
-}
-
-# stalls_checked MIN WHEN: stops the relay; it stalled host 1's packets at
-# least MIN times (WHEN says when), dropped ACKs a later one covered, and
-# host 2's resend timer fired at least MIN times: the case saw the stalls.
-stalls_checked() {
-	local st=$MH_TMP/relay.stats n
-	mh_relay_stop
-	say "  relay: $(cat "$st" 2>/dev/null)"
-	n=$(field "$st" stalls 2>/dev/null)
-	check "the relay stalled host 1's packets $2 ($n stalls, >= $1)" test "${n:-0}" -ge "$1"
-	n=$(field "$st" acks_dropped 2>/dev/null)
-	check "and dropped the ACKs a later one covered ($n)" test "${n:-0}" -gt 0
-	n=$(wv_counter 2 "sum(x['counters']['timeouts'] for x in h['hosts'])")
-	check "host 2's resend timer fired during the stalls ($n times, >= $1)" test "${n:-0}" -ge "$1"
 }
 add_case read_between read_between
 

@@ -31,11 +31,12 @@
  * after.
  * UNIRDMA_T_ORDERING_PARTS=3 runs this part alone.
  *
- * Part 4: a stream of small WRITEs.  B's QP (send queue 256 deep) posts
+ * Part 4: a stream of small WRITEs.  B's QP (send queue 128 deep) posts
  * 40000 RDMA WRITEs of 64 B into A's memory, each to a slot of its own,
- * every 16th signaled; completions come in order and every slot holds its
- * WRITE's bytes.  Across hosts, wire_verbs.sh (goback_budget) stalls A's
- * ACKs for longer than B's resend timer every 150 ms: B goes back over
+ * every 100th signaled (ib_write_bw's defaults); completions come in order
+ * and every slot holds its WRITE's bytes.  Across hosts, wire_verbs.sh
+ * (goback_budget) stalls A's ACKs every 20 ms, often for longer than B's
+ * resend timer: B goes back over
  * WRITEs A already has whole, more of them than one engine step starts
  * (32), and the ACK for all of them comes while B resends.  (The engine
  * used to drop such a QP from its work list when the step's budget ran out
@@ -48,7 +49,6 @@
 
 #include <arpa/inet.h>
 #include <sched.h>
-#include <stdbool.h>
 
 #define N 1000
 #define SIG_EVERY 16
@@ -197,9 +197,62 @@ static void part1(void)
 	t_unmap(rbuf, bcap.max_recv_wr * sizeof(uint64_t));
 }
 
-static int is_signaled(uint32_t seq)
+/* A stream of RDMA WRITEs on qp (its send CQ cq, depth sq): WR i carries
+ * slot bytes from src + i * slot to dst + i * slot (rkey), every sig-th and
+ * the last signaled.  The queue stays as full as it may be: a signaled
+ * completion retires every WR before it, so posting never fails while
+ * (posted - retired) <= sq (ibv_post_send(3), IBV_SEND_SIGNALED).
+ * Completions come in order, one per signaled WR, successful.  Fails if
+ * nothing completes for T_TIMEOUT_MS, or the stream is not done by end
+ * (ms, 0: no limit).  At stop_at (0: never) the stream ends early, at the
+ * next signaled WR.  Returns how many WRs went; *ncqe the completions. */
+static uint32_t write_stream(struct ibv_qp *qp, struct ibv_cq *cq, uint32_t sq, uint32_t n, uint32_t sig,
+			     const uint8_t *src, uint32_t lkey, uint64_t dst, uint32_t rkey, uint32_t slot,
+			     uint64_t end, uint64_t stop_at, uint32_t *ncqe)
 {
-	return seq % SIG_EVERY == SIG_EVERY - 1 || seq == N - 1;
+	uint32_t posted = 0, retired = 0, last = n - 1;
+	uint64_t idle_since = t_now_ms();
+	struct ibv_wc wc;
+
+	CHECK(n >= 1 && sq >= sig);
+	*ncqe = 0;
+	while (retired < n) {
+		if (stop_at && t_now_ms() >= stop_at) {
+			uint32_t cut = (posted + sig - 1) / sig * sig;
+
+			if (cut && cut < n)
+				n = cut, last = n - 1;
+			stop_at = 0;
+		}
+		while (posted < n && posted - retired < sq) {
+			struct ibv_sge sg = t_sge((void *)(src + (size_t)posted * slot), slot, lkey);
+
+			/* The SQ has room: posting must succeed. */
+			CHECK_OK(t_post(qp, posted, IBV_WR_RDMA_WRITE, &sg, 1,
+					posted % sig == sig - 1 || posted == last ? IBV_SEND_SIGNALED : 0,
+					dst + (uint64_t)posted * slot, rkey, 0));
+			posted++;
+		}
+		if (ibv_poll_cq(cq, 1, &wc) == 1) {
+			uint32_t expect = retired;
+
+			while (expect % sig != sig - 1 && expect != last)
+				expect++;
+			CHECK_WC(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+			if (wc.wr_id != expect)
+				t_fail("completion for WR %llu, expected the signaled WR %u",
+				       (unsigned long long)wc.wr_id, expect);
+			CHECK_EQ(wc.qp_num, qp->qp_num);
+			retired = expect + 1;
+			(*ncqe)++;
+			idle_since = t_now_ms();
+		} else {
+			sched_yield();
+		}
+		if ((end && t_now_ms() > end) || t_now_ms() - idle_since > (uint64_t)T_TIMEOUT_MS)
+			t_fail("stuck: posted %u, retired %u of %u", posted, retired, n);
+	}
+	return n;
 }
 
 static void part2(void)
@@ -214,45 +267,14 @@ static void part2(void)
 	uint64_t *src = t_map(arr_len), *arr = t_map(arr_len);
 	struct ibv_mr *mr_src = t_reg(A.pd, src, arr_len, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_mr *mr_arr = t_reg(B.pd, arr, arr_len, T_ALL_ACCESS);
-	/* Use the granted depth, but never so little that 16 don't fit. */
-	uint32_t sq = cap.max_send_wr;
-	uint32_t posted = 0, retired = 0, ncqe = 0;
-	uint64_t end = t_now_ms() + T_TIMEOUT_MS;
-	struct ibv_wc wc;
+	uint32_t ncqe;
 
-	CHECK(sq >= SIG_EVERY);
 	t_rc_connect(&A, a, &B, b, NULL);
 	for (uint32_t i = 0; i < N; i++)
 		src[i] = 0xa11ce00000000ull + i;
-
-	while (retired < N) {
-		while (posted < N && posted - retired < sq) {
-			struct ibv_sge sg = t_sge(&src[posted], 8, mr_src->lkey);
-
-			/* The SQ has room: posting must succeed. */
-			CHECK_OK(t_post(a, posted, IBV_WR_RDMA_WRITE, &sg, 1,
-					is_signaled(posted) ? IBV_SEND_SIGNALED : 0,
-					(uintptr_t)&arr[posted], mr_arr->rkey, 0));
-			posted++;
-		}
-		if (ibv_poll_cq(scq, 1, &wc) == 1) {
-			uint32_t expect = retired;
-
-			while (!is_signaled(expect))
-				expect++;
-			CHECK_WC(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
-			if (wc.wr_id != expect)
-				t_fail("completion for WR %llu, expected the signaled WR %u",
-				       (unsigned long long)wc.wr_id, expect);
-			CHECK_EQ(wc.qp_num, a->qp_num);
-			retired = expect + 1;
-			ncqe++;
-		} else {
-			sched_yield();
-		}
-		if (t_now_ms() > end)
-			t_fail("stuck: posted %u, retired %u", posted, retired);
-	}
+	/* the granted depth, but never so little that 16 don't fit */
+	write_stream(a, scq, cap.max_send_wr, N, SIG_EVERY, (const uint8_t *)src, mr_src->lkey,
+		     (uintptr_t)arr, mr_arr->rkey, sizeof(*src), t_now_ms() + T_TIMEOUT_MS, 0, &ncqe);
 	CHECK_EQ(ncqe, N / SIG_EVERY + 1);
 	CHECK_CQ_EMPTY(scq);
 	CHECK_CQ_EMPTY(rcq);
@@ -343,49 +365,12 @@ static void part4(void)
 	uint8_t *src = t_map(len), *mem = t_map(len);
 	struct ibv_mr *mr_src = t_reg(B.pd, src, len, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_mr *mr_mem = t_reg(A.pd, mem, len, T_ALL_ACCESS);
-	uint32_t posted = 0, retired = 0, ncqe = 0, last = n - 1;
-	uint64_t idle_since = t_now_ms();
-	struct ibv_wc wc;
+	uint32_t ncqe;
 
-	CHECK(n >= 1 && cap.max_send_wr >= N4_SIG);
 	t_fill(src, len, 5, 0);
 	t_rc_connect(&B, b, &A, a, NULL);
-	while (retired < n) {
-		if (stop_at && t_now_ms() >= stop_at) {
-			/* time is up: the stream ends at the next signaled WR */
-			uint32_t end = (posted + N4_SIG - 1) / N4_SIG * N4_SIG;
-
-			if (end && end < n)
-				n = end, last = n - 1;
-			stop_at = 0;
-		}
-		while (posted < n && posted - retired < cap.max_send_wr) {
-			struct ibv_sge sg = t_sge(src + (size_t)posted * N4_SLOT, N4_SLOT, mr_src->lkey);
-			bool sig = posted % N4_SIG == N4_SIG - 1 || posted == last;
-
-			CHECK_OK(t_post(b, posted, IBV_WR_RDMA_WRITE, &sg, 1, sig ? IBV_SEND_SIGNALED : 0,
-					(uintptr_t)(mem + (size_t)posted * N4_SLOT), mr_mem->rkey, 0));
-			posted++;
-		}
-		if (ibv_poll_cq(scq, 1, &wc) == 1) {
-			uint32_t expect = retired;
-
-			while (expect % N4_SIG != N4_SIG - 1 && expect != last)
-				expect++;
-			CHECK_WC(&wc, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
-			if (wc.wr_id != expect)
-				t_fail("completion for WR %llu, expected the signaled WR %u",
-				       (unsigned long long)wc.wr_id, expect);
-			retired = expect + 1;
-			ncqe++;
-			idle_since = t_now_ms();
-		} else {
-			sched_yield();
-		}
-		/* no completion for a whole timeout: the stream stopped */
-		if (t_now_ms() - idle_since > (uint64_t)T_TIMEOUT_MS)
-			t_fail("stuck: posted %u, retired %u of %u", posted, retired, n);
-	}
+	n = write_stream(b, scq, cap.max_send_wr, n, N4_SIG, src, mr_src->lkey, (uintptr_t)mem, mr_mem->rkey,
+			 N4_SLOT, 0, stop_at, &ncqe);
 	CHECK_EQ(ncqe, (n + N4_SIG - 1) / N4_SIG);
 	CHECK_CQ_EMPTY(scq);
 	CHECK_CQ_EMPTY(rcq);
