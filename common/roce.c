@@ -606,20 +606,26 @@ static bool icrc_solve(uint32_t diff, size_t len, uint16_t *id_out)
 	return true;
 }
 
-bool roce_icrc_check(uint32_t saddr_be, uint32_t daddr_be, uint16_t sport, const uint8_t *p,
-		     size_t len, uint16_t *ip_id)
+bool roce_icrc_match(uint32_t crc_id0, const uint8_t icrc[ROCE_ICRC_LEN], size_t len, uint16_t *ip_id)
 {
-	uint32_t c0, wire;
+	uint32_t wire = (uint32_t)icrc[0] | (uint32_t)icrc[1] << 8 | (uint32_t)icrc[2] << 16 |
+			(uint32_t)icrc[3] << 24;
 	uint16_t id = 0;
 
 	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > ROCE_MAX_UDP_PAYLOAD)
 		return false;
-	c0 = roce_icrc_calc(saddr_be, daddr_be, sport, 0, p, len);
-	wire = (uint32_t)p[len - 4] | (uint32_t)p[len - 3] << 8 | (uint32_t)p[len - 2] << 16 |
-	       (uint32_t)p[len - 1] << 24;
-	if (c0 != wire && !icrc_solve(c0 ^ wire, len, &id))
+	if (crc_id0 != wire && !icrc_solve(crc_id0 ^ wire, len, &id))
 		return false;
 	if (ip_id)
 		*ip_id = id;
 	return true;
+}
+
+bool roce_icrc_check(uint32_t saddr_be, uint32_t daddr_be, uint16_t sport, const uint8_t *p,
+		     size_t len, uint16_t *ip_id)
+{
+	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > ROCE_MAX_UDP_PAYLOAD)
+		return false;
+	return roce_icrc_match(roce_icrc_calc(saddr_be, daddr_be, sport, 0, p, len), p + len - ROCE_ICRC_LEN, len,
+			       ip_id);
 }

@@ -192,4 +192,10 @@ uint32_t roce_icrc_calc(uint32_t saddr_be, uint32_t daddr_be, uint16_t sport, ui
 bool roce_icrc_check(uint32_t saddr_be, uint32_t daddr_be, uint16_t sport, const uint8_t *p,
 		     size_t len, uint16_t *ip_id);
 
+/* The same check for a packet whose pieces lie apart (a payload already at
+ * its destination): crc_id0 is what roce_icrc_start(.., ip_id 0, ..) and
+ * roce_icrc_add over the rest of the headers, the payload and the pad gave,
+ * icrc the packet's last 4 bytes, len its UDP payload length. */
+bool roce_icrc_match(uint32_t crc_id0, const uint8_t icrc[ROCE_ICRC_LEN], size_t len, uint16_t *ip_id);
+
 #endif

@@ -2079,6 +2079,9 @@ static json_object *hosts_json(struct urd_daemon *d)
 		ADD_U64(w, "tx_dropped", ws.tx_dropped);
 		ADD_U64(w, "tx_gso_trains", ws.tx_gso_sends);
 		ADD_U64(w, "rx_gro_trains", ws.rx_gro_trains);
+		ADD_U64(w, "rx_placed_packets", ws.rx_placed_pkts);
+		ADD_U64(w, "rx_placed_bytes", ws.rx_placed_bytes);
+		ADD_U64(w, "rx_place_misses", ws.rx_place_misses);
 		ADD_U64(w, "held_buffer_bytes", ws.held_bytes);
 		ADD_U64(w, "held_buffer_qps", ws.held_qps);
 		json_object_object_add(ok, "underlay", w);

@@ -241,8 +241,19 @@ static void wire_families(FILE *f, const struct snap *s)
 		   "unirdma_wire_held_buffer_bytes %llu\n"
 		   "# HELP unirdma_wire_held_buffer_qps QPs with a buffer of packets held after a gap.\n"
 		   "# TYPE unirdma_wire_held_buffer_qps gauge\n"
-		   "unirdma_wire_held_buffer_qps %llu\n",
-		(unsigned long long)s->wire.held_bytes, (unsigned long long)s->wire.held_qps);
+		   "unirdma_wire_held_buffer_qps %llu\n"
+		   "# HELP unirdma_wire_rx_placed_packets_total Packets whose payload the kernel put straight into registered memory.\n"
+		   "# TYPE unirdma_wire_rx_placed_packets_total counter\n"
+		   "unirdma_wire_rx_placed_packets_total %llu\n"
+		   "# HELP unirdma_wire_rx_placed_bytes_total Payload bytes the kernel put straight into registered memory.\n"
+		   "# TYPE unirdma_wire_rx_placed_bytes_total counter\n"
+		   "unirdma_wire_rx_placed_bytes_total %llu\n"
+		   "# HELP unirdma_wire_rx_place_misses_total Packets placed but not the one predicted (put back together, copied).\n"
+		   "# TYPE unirdma_wire_rx_place_misses_total counter\n"
+		   "unirdma_wire_rx_place_misses_total %llu\n",
+		(unsigned long long)s->wire.held_bytes, (unsigned long long)s->wire.held_qps,
+		(unsigned long long)s->wire.rx_placed_pkts, (unsigned long long)s->wire.rx_placed_bytes,
+		(unsigned long long)s->wire.rx_place_misses);
 }
 
 static char *render(const struct snap *s)

@@ -193,6 +193,8 @@ bool engine_gid_ip(const uint8_t gid[16], uint32_t *ip);
 /* Packets per system call, for the operator and the benchmarks. */
 struct engine_wire_stats {
 	uint64_t tx_calls, tx_pkts, rx_calls, rx_pkts, tx_dropped, tx_gso_sends, rx_gro_trains;
+	uint64_t rx_placed_pkts, rx_placed_bytes;       /* received straight into registered memory */
+	uint64_t rx_place_misses;       /* placed, but not the packet predicted (put back, copied) */
 	uint64_t held_bytes, held_qps;  /* held-packet buffers (wire_rc.c ooo_hold) and their QPs */
 };
 void engine_wire_stats(const struct urd_daemon *d, struct engine_wire_stats *s);

@@ -96,6 +96,7 @@ int mr_check_local(struct urd_vrnic *vr, struct vr_pd *pd, const struct urd_sge 
 int mr_check_remote(struct urd_vrnic *vr, struct vr_qp *qp, uint32_t rkey, uint64_t addr,
 		    uint64_t len, uint32_t need_access, struct vsge *out);
 uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig);
+uint8_t *vsge_list_ptr(const struct vsge *g, uint32_t ng, uint64_t off, uint64_t *contig);
 /* mw.c: memory windows (0 or -errno; local_op_execute: 0 or a WC status) */
 int mw_check_remote(struct urd_vrnic *vr, struct vr_qp *qp, uint32_t rkey, uint64_t addr, uint64_t len,
 		    uint32_t need_access, struct vsge *out);

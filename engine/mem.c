@@ -79,6 +79,23 @@ uint8_t *vsge_ptr(const struct vsge *v, uint64_t off, uint64_t *contig)
 	return mr->segs[lo].ptr + (mo - mr->segs[lo].mr_off);
 }
 
+/* The same for byte off of a list of vsges (contiguous within that vsge);
+ * NULL past the list's end. */
+uint8_t *vsge_list_ptr(const struct vsge *g, uint32_t ng, uint64_t off, uint64_t *contig)
+{
+	uint32_t i = 0;
+
+	while (i < ng && off >= g[i].len) {
+		off -= g[i].len;
+		i++;
+	}
+	if (i == ng) {
+		*contig = 0;
+		return NULL;
+	}
+	return vsge_ptr(&g[i], off, contig);
+}
+
 void sg_copy(struct engine *eng, const struct vsge *dst, uint32_t ndst, const struct vsge *src, uint32_t nsrc, uint64_t len)
 {
 	uint32_t di = 0, si = 0;

@@ -611,16 +611,14 @@ void engine_mcast_join(struct urd_daemon *d, const uint8_t gid[16], bool join)
 
 /* ---- receiving ----------------------------------------------------------- */
 
+static void wire_rx_checked(struct urd_daemon *d, struct wire_rx *rx, size_t len, uint64_t now);
+
 static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, uint32_t sip, uint32_t dip,
 			uint16_t sport, uint64_t now)
 {
 	struct wire_counters *gc = &d->eng.dir.cnt;
-	struct wire_rx rx;
-	uint8_t gid[16];
-	struct wire_gid *g;
-	struct vr_qp *qp;
+	struct wire_rx rx = { .sip = sip, .dip = dip };
 	uint16_t id;
-	uint32_t fl;
 
 	if (roce_parse(buf, len, &rx.h)) {
 		gc->drops[WDROP_MALFORMED]++;
@@ -630,67 +628,310 @@ static void wire_rx_one(struct urd_daemon *d, const uint8_t *buf, size_t len, ui
 		gc->drops[WDROP_ICRC]++;
 		return;
 	}
+	wire_rx_checked(d, &rx, len, now);
+}
+
+/* The source: a GID the directory knows, not one of ours; NULL if not
+ * (counted in gc, unless NULL). */
+static struct wire_gid *rx_source(struct urd_daemon *d, uint32_t sip, struct wire_counters *gc)
+{
+	uint8_t gid[16];
+	struct wire_gid *g;
+
 	if (local_vrnic_by_ip(d, sip)) {
-		gc->drops[WDROP_SPOOFED_LOCAL]++;
-		return;
+		if (gc)
+			gc->drops[WDROP_SPOOFED_LOCAL]++;
+		return NULL;
 	}
 	gid_of_ip(gid, sip);
 	g = wire_gid_find(d, gid);
-	if (!g) {
+	if (!g && gc)
 		gc->drops[WDROP_UNKNOWN_SOURCE]++;
-		return;
-	}
-	rx.host = g->host;
-	rx.cnt = &g->host->cnt;
-	rx.sip = sip;
-	rx.dip = dip;
-	rx.cnt->rx_pkts++;
-	rx.cnt->rx_bytes += len;
-	if (rx.h.dqpn == URD_MCAST_QPN) {
-		wire_mcast_rx(d, &rx, g->tenant, (uint32_t)len + 8);
-		return;
-	}
-	if (rx.h.dqpn == URD_GSI_QPN) {
-		struct urd_vrnic *vr = local_vrnic_by_ip(d, dip);
+	return g;
+}
 
-		qp = cm_steer(vr, rx.h.payload, rx.h.payload_len);
-		if (!qp && vr && !vr->failed && !strcmp(g->tenant, vr->tenant))
-			wire_cm_answer_orphan(d, vr, &rx);
-	} else
-		qp = rx.h.dqpn > 1 ? qpn_lookup(d, rx.h.dqpn) : NULL;
+/* A QP may take a packet from g when it is alive on the vRNIC the packet was
+ * sent to (or at the underlay's address) and in g's tenant; false if not
+ * (counted in cnt, unless NULL). */
+static bool rx_qp_ok(struct urd_daemon *d, const struct wire_gid *g, struct wire_counters *cnt,
+		     struct vr_qp *qp, uint32_t dip)
+{
 	if (!qp || (qp->vr->vip != dip && dip != d->eng.wire->ip) || qp->vr->failed) {
-		rx.cnt->drops[WDROP_NO_QP]++;
-		return;
+		if (cnt)
+			cnt->drops[WDROP_NO_QP]++;
+		return false;
 	}
 	if (strcmp(g->tenant, qp->vr->tenant)) {
-		rx.cnt->drops[WDROP_OTHER_TENANT]++;
-		CNT_BOTH(qp, drops_other_tenant, 1);
+		if (cnt) {
+			cnt->drops[WDROP_OTHER_TENANT]++;
+			CNT_BOTH(qp, drops_other_tenant, 1);
+		}
+		return false;
+	}
+	return true;
+}
+
+static void wire_rx_checked(struct urd_daemon *d, struct wire_rx *rx, size_t len, uint64_t now)
+{
+	struct wire_gid *g;
+	struct vr_qp *qp;
+	uint32_t sip = rx->sip, dip = rx->dip, fl;
+
+	g = rx_source(d, sip, &d->eng.dir.cnt);
+	if (!g)
+		return;
+	rx->host = g->host;
+	rx->cnt = &g->host->cnt;
+	rx->cnt->rx_pkts++;
+	rx->cnt->rx_bytes += len;
+	if (rx->h.dqpn == URD_MCAST_QPN) {
+		wire_mcast_rx(d, rx, g->tenant, (uint32_t)len + 8);
 		return;
 	}
-	fl = roce_op_flags(rx.h.opcode);
+	if (rx->h.dqpn == URD_GSI_QPN) {
+		struct urd_vrnic *vr = local_vrnic_by_ip(d, dip);
+
+		qp = cm_steer(vr, rx->h.payload, rx->h.payload_len);
+		if (!qp && vr && !vr->failed && !strcmp(g->tenant, vr->tenant))
+			wire_cm_answer_orphan(d, vr, rx);
+	} else {
+		qp = rx->h.dqpn > 1 ? qpn_lookup(d, rx->h.dqpn) : NULL;
+	}
+	if (!rx_qp_ok(d, g, rx->cnt, qp, dip))
+		return;
+	fl = roce_op_flags(rx->h.opcode);
 	if (qp->type == IBV_QPT_UD) {
-		if (rx.h.opcode != ROCE_UD_SEND_ONLY && rx.h.opcode != ROCE_UD_SEND_ONLY_IMM) {
-			rx.cnt->drops[WDROP_TRANSPORT]++;
+		if (rx->h.opcode != ROCE_UD_SEND_ONLY && rx->h.opcode != ROCE_UD_SEND_ONLY_IMM) {
+			rx->cnt->drops[WDROP_TRANSPORT]++;
 			return;
 		}
 		if (!qp_can_receive(qp)) {
-			rx.cnt->drops[WDROP_QP_STATE]++;
+			rx->cnt->drops[WDROP_QP_STATE]++;
 			return;
 		}
-		wire_ud_rx(qp, &rx, (uint32_t)len + 8);
+		wire_ud_rx(qp, rx, (uint32_t)len + 8);
 		return;
 	}
 	/* RC takes the RC opcodes (0x00..0x17), UC the UC ones */
-	if (!(fl & ROCE_F_VALID) || (qp->type == IBV_QPT_RC ? rx.h.opcode >= 0x20 :
+	if (!(fl & ROCE_F_VALID) || (qp->type == IBV_QPT_RC ? rx->h.opcode >= 0x20 :
 				     qp->type != IBV_QPT_UC || !(fl & ROCE_F_UC))) {
-		rx.cnt->drops[WDROP_TRANSPORT]++;
+		rx->cnt->drops[WDROP_TRANSPORT]++;
 		return;
 	}
 	if (!qp->eng.wire || (qp->eng.wire->by_qpn ? g->host->ip != qp->eng.wire->dip : qp->eng.wire->dip != sip)) {
-		rx.cnt->drops[WDROP_NOT_PEER]++;
+		rx->cnt->drops[WDROP_NOT_PEER]++;
 		return;
 	}
-	wire_rc_rx(d, qp, &rx, now);
+	wire_rc_rx(d, qp, rx, now);
+}
+
+/* ---- receiving in place ---------------------------------------------------- */
+
+/* The payload of RDMA WRITEs and READ responses is copied once on the way
+ * in: the kernel copies it from its socket buffer straight to where the
+ * message puts it (a WRITE's target, a READ's local buffers).
+ *
+ * Once trains of such packets come (UDP GRO), or a big WRITE starts or a big
+ * READ is asked for (wire_in_place_hint), the wire thread looks at each
+ * datagram before it reads it (MSG_PEEK: its BTH), until IN_PLACE_MISSES in
+ * a row were not for this.  When that is the next
+ * packet of a message under way on an RC QP of ours (wire_rc_dst), from the
+ * QP's peer host and a GID of the QP's tenant, the read scatters: each
+ * packet's payload to the message's next bytes, as far as the message goes,
+ * and everything else (headers, pad, ICRC) to the receive buffer, at its
+ * place in the datagram.  Then every packet goes through all the checks, as
+ * any other: it must be the predicted one (its header; where wire_rc_dst now
+ * puts its payload is where the kernel put it), its ICRC is computed over
+ * the pieces, and wire_rx_checked does the rest; the responder or requester
+ * then finds the payload in place (wire_rc.c, in_place).  A packet that is
+ * not the predicted one is put back together in the buffer and taken as any
+ * other.
+ *
+ * What the kernel wrote for a packet that was not taken lies in the part of
+ * the message that has not arrived yet (a WRITE's and a READ response's
+ * length is known: nothing is placed past it), which the message's own
+ * packets overwrite: one datagram has one source address, so those bytes
+ * came from the peer host and GID that may write there anyway, and a WRITE's
+ * target or a READ's buffer is undefined until the message completes.
+ * SENDs are copied as before: a SEND's length shows only in its LAST packet,
+ * and the next SEND's FIRST, as long as a MIDDLE, can follow it in a train,
+ * so a prediction could put bytes past the message in its receive buffer,
+ * which nothing would overwrite.
+ *
+ * Datagrams that come one at a time are read in batches and copied (a peek
+ * per datagram would cost more than the copy it saves).
+ * UNIRDMA_WIRE_RX_COPY=1 turns it off. */
+#define IN_PLACE_PKTS   128             /* packets of a train placed at most */
+#define IN_PLACE_MISSES 16              /* heads in a row not for it: stop looking */
+
+struct in_place_pkt {
+	uint8_t *dst;                   /* where its payload went */
+	uint32_t len;                   /* bytes placed there */
+	uint32_t hl;                    /* its header's length, as predicted */
+};
+
+static bool in_place_kind(uint8_t op)
+{
+	return op == ROCE_RC_WRITE_MIDDLE || op == ROCE_RC_WRITE_LAST || op == ROCE_RC_READ_RESP_MIDDLE ||
+	       op == ROCE_RC_READ_RESP_LAST;
+}
+
+/* Packet k of a datagram read by rx_in_place: taken in place when it is the
+ * one predicted, else put back together and taken as any other. */
+static void in_place_take(struct urd_daemon *d, struct vr_qp *qp, uint32_t qpn, uint8_t *p, uint32_t len,
+			  const struct in_place_pkt *pk, uint32_t sip, uint32_t dip, uint16_t sport, uint64_t now)
+{
+	struct wire_rx rx = { .sip = sip, .dip = dip, .placed = true };
+	struct wire_dst m;
+	uint64_t contig;
+	uint32_t c;
+
+	if (!in_place_kind(p[0]) || roce_hdr_len(p[0]) != pk->hl || roce_parse(p, len, &rx.h) ||
+	    rx.h.dqpn != qpn || rx.h.payload_len != pk->len || qpn_lookup(d, qpn) != qp ||
+	    !wire_rc_dst(qp, p[0], rx.h.psn, &m) || vsge_list_ptr(m.sg, m.nsg, m.at, &contig) != pk->dst ||
+	    contig < pk->len) {
+		memcpy(p + pk->hl, pk->dst, pk->len);
+		d->eng.wire->rx_place_misses++;
+		wire_rx_one(d, p, len, sip, dip, sport, now);
+		return;
+	}
+	c = roce_icrc_start(sip, dip, sport, 0, (uint16_t)(8 + len), p);
+	c = roce_icrc_add(c, p + ROCE_BTH_LEN, pk->hl - ROCE_BTH_LEN);
+	c = roce_icrc_add(c, pk->dst, pk->len);
+	c = roce_icrc_add(c, p + pk->hl + pk->len, len - pk->hl - pk->len - ROCE_ICRC_LEN);
+	if (!roce_icrc_match(c, p + len - ROCE_ICRC_LEN, len, NULL)) {
+		d->eng.dir.cnt.drops[WDROP_ICRC]++;
+		return;
+	}
+	rx.h.payload = pk->dst;
+	wire_rx_checked(d, &rx, len, now);
+}
+
+/* A datagram whose head may go in place: 1 one was read (and its packets
+ * taken or dropped); 0 none is there; -1 the head is not one for this
+ * (nothing was read). */
+static int rx_in_place(struct urd_daemon *d, uint64_t now)
+{
+	struct engine_wire *w = d->eng.wire;
+	uint8_t head[ROCE_BTH_LEN], *sh = w->rx;
+	struct sockaddr_in src, src2;
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec hv = { head, sizeof(head) }, iov[2 * IN_PLACE_PKTS + 1];
+	struct msghdr mh = {
+		.msg_name = &src, .msg_namelen = sizeof(src), .msg_iov = &hv, .msg_iovlen = 1,
+		.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
+	};
+	struct in_place_pkt pk[IN_PLACE_PKTS];
+	uint32_t total, seg = 0, dip = 0, sip, qpn, psn, npk = 0, niov = 0, from = 0, off, k;
+	struct wire_dst m;
+	struct wire_gid *g;
+	struct wire_qp *q;
+	struct vr_qp *qp;
+	uint16_t sport;
+	ssize_t r;
+
+	r = recvmsg(w->fd, &mh, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	if (r < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+	w->rx_calls++;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
+			dip = ((struct in_pktinfo *)CMSG_DATA(cm))->ipi_addr.s_addr;
+		} else if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(cm), sizeof(v));
+			seg = v > 0 ? (uint32_t)v : 0;
+		}
+	}
+	total = (uint32_t)r;
+	if (total < sizeof(head) + ROCE_ICRC_LEN || total > w->rx_size || !in_place_kind(head[0]) ||
+	    (head[1] & 0x0f))
+		return -1;
+	if (!seg || seg >= total)
+		seg = total;
+	qpn = (uint32_t)head[5] << 16 | (uint32_t)head[6] << 8 | head[7];
+	psn = (uint32_t)head[9] << 16 | (uint32_t)head[10] << 8 | head[11];
+	sip = src.sin_addr.s_addr;
+	sport = ntohs(src.sin_port);
+	/* wire_rx_checked's checks (uncounted: it counts them when it takes
+	 * the packet), before anything is placed */
+	g = rx_source(d, sip, NULL);
+	qp = g && qpn > 1 ? qpn_lookup(d, qpn) : NULL;
+	if (!qp || !rx_qp_ok(d, g, NULL, qp, dip))
+		return -1;
+	q = qp->eng.wire;
+	if (!q || (q->by_qpn ? g->host->ip != q->dip : q->dip != sip) || !wire_rc_dst(qp, head[0], psn, &m))
+		return -1;
+	/* a train's packets but its last are the MTU's MIDDLEs */
+	if (seg != total && seg != ROCE_BTH_LEN + q->mtu + ROCE_ICRC_LEN)
+		return -1;
+	/* UNIRDMA_FAULT_IN_PLACE_SKEW=N (tests): every Nth datagram is placed
+	 * one packet further on, so that no packet of it is where it was
+	 * predicted: each is put back together and taken the usual way */
+	if (w->fault_skew && ++w->fault_skew_n % w->fault_skew == 0 && m.resid > q->mtu) {
+		m.at += q->mtu;
+		m.resid -= q->mtu;
+	}
+	for (off = 0; off < total && npk < IN_PLACE_PKTS; off += seg) {
+		uint32_t len = total - off < seg ? total - off : seg, n;
+		/* the packet that ends the message is its LAST */
+		uint32_t hl = m.resid <= q->mtu ? m.last_hl : ROCE_BTH_LEN;
+		uint64_t contig;
+		uint8_t *dst;
+
+		if (len < hl + ROCE_ICRC_LEN)
+			break;
+		n = len - hl - ROCE_ICRC_LEN;
+		if (n > m.resid)
+			n = (uint32_t)m.resid;  /* the rest is pad */
+		dst = n ? vsge_list_ptr(m.sg, m.nsg, m.at, &contig) : NULL;
+		if (!dst || contig < n)
+			break;
+		iov[niov].iov_base = sh + from;         /* up to its header's end */
+		iov[niov++].iov_len = off + hl - from;
+		iov[niov].iov_base = dst;
+		iov[niov++].iov_len = n;
+		from = off + hl + n;
+		pk[npk].dst = dst;
+		pk[npk].len = n;
+		pk[npk++].hl = hl;
+		m.at += n;
+		m.resid -= n;
+	}
+	if (!npk)
+		return -1;
+	iov[niov].iov_base = sh + from;
+	iov[niov++].iov_len = total - from;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_name = &src2;
+	mh.msg_namelen = sizeof(src2);
+	mh.msg_iov = iov;
+	mh.msg_iovlen = niov;
+	r = recvmsg(w->fd, &mh, MSG_DONTWAIT);
+	if (r < 0)
+		return -1;
+	w->rx_calls++;
+	if ((uint32_t)r != total || (mh.msg_flags & MSG_TRUNC) || src2.sin_addr.s_addr != sip ||
+	    src2.sin_port != src.sin_port) {
+		/* not the one looked at: this thread is the socket's only reader */
+		d->eng.dir.cnt.drops[WDROP_MALFORMED]++;
+		return 1;
+	}
+	w->rx_pkts += (total + seg - 1) / seg;
+	w->rx_gro_trains += seg < total;
+	for (off = 0, k = 0; off < total; off += seg, k++) {
+		uint32_t len = total - off < seg ? total - off : seg;
+
+		if (k < npk)
+			in_place_take(d, qp, qpn, sh + off, len, &pk[k], sip, dip, sport, now);
+		else
+			wire_rx_one(d, sh + off, len, sip, dip, sport, now);
+	}
+	return 1;
 }
 
 /* The retransmission and RNR timers of every QP with something in flight. */
@@ -737,9 +978,24 @@ static void *wire_main(void *arg)
 	engine_thread_init("urd-wire");
 	while (!d->stopping) {
 		uint64_t now;
-		int n;
+		int n = 0, vlen = WIRE_BATCH, placed = 0, last = -1;
 
-		for (int i = 0; i < WIRE_BATCH; i++) {
+		if (__atomic_load_n(&w->in_place, __ATOMIC_RELAXED)) {   /* each datagram looked at first */
+			pthread_mutex_lock(&d->lock);
+			now = urd_now_ns();
+			while (placed < WIRE_BATCH && (last = rx_in_place(d, now)) > 0)
+				placed++;
+			pthread_mutex_unlock(&d->lock);
+			if (placed)
+				w->in_place_miss = 0;
+			else if (last < 0 && ++w->in_place_miss >= IN_PLACE_MISSES) {
+				__atomic_store_n(&w->in_place, false, __ATOMIC_RELAXED);
+				w->in_place_miss = 0;
+			}
+			/* the head that was not for it goes the usual way */
+			vlen = last < 0 ? 1 : 0;
+		}
+		for (int i = 0; i < vlen; i++) {
 			iov[i].iov_base = w->rx + (size_t)i * w->rx_size;
 			iov[i].iov_len = w->rx_size;
 			memset(&msg[i].msg_hdr, 0, sizeof(msg[i].msg_hdr));
@@ -750,13 +1006,15 @@ static void *wire_main(void *arg)
 			msg[i].msg_hdr.msg_control = ctl[i].buf;
 			msg[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
 		}
-		n = recvmmsg(w->fd, msg, WIRE_BATCH, MSG_DONTWAIT, NULL);
+		if (vlen)
+			n = recvmmsg(w->fd, msg, (unsigned int)vlen, MSG_DONTWAIT, NULL);
 		now = urd_now_ns();
 		if (n > 0) {
 			w->rx_calls++;
 			w->rx_pkts += (uint64_t)n;
-			last_rx = now;
 		}
+		if (n > 0 || placed)
+			last_rx = now;
 		pthread_mutex_lock(&d->lock);
 		w->sleep_until = 0;
 		for (int i = 0; i < n; i++) {
@@ -782,6 +1040,8 @@ static void *wire_main(void *arg)
 			 * may be shorter), each a RoCE packet of its own */
 			if (seg && len > seg) {
 				w->rx_gro_trains++;
+				if (in_place_kind(buf[0]))
+					wire_in_place_hint(w);  /* bulk comes in trains */
 				w->rx_pkts += (len - 1) / seg;
 			} else {
 				seg = len;
@@ -802,9 +1062,9 @@ static void *wire_main(void *arg)
 		wire_flush(w);
 		/* ACKs opened windows, timers expired: the engine may sleep */
 		engine_kick_if_work(d);
-		if (n > 0 || now - last_rx < WIRE_SPIN_NS) {
+		if (n > 0 || placed || now - last_rx < WIRE_SPIN_NS) {
 			pthread_mutex_unlock(&d->lock);
-			if (n <= 0)
+			if (n <= 0 && !placed)
 				sched_yield();
 			continue;
 		}
@@ -976,6 +1236,13 @@ int engine_wire_start(struct urd_daemon *d, const char *dev, bool gso, char *err
 	 * UDP_GRO (then a buffer holds up to 64 KiB of them) */
 	w->gso = gso;
 	w->gro = gso && setsockopt(w->fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0;
+	w->rx_in_place_ok = !getenv("UNIRDMA_WIRE_RX_COPY") || strcmp(getenv("UNIRDMA_WIRE_RX_COPY"), "1");
+	if (getenv("UNIRDMA_FAULT_IN_PLACE_SKEW")) {
+		w->fault_skew = (uint32_t)strtoul(getenv("UNIRDMA_FAULT_IN_PLACE_SKEW"), NULL, 10);
+		if (w->fault_skew)
+			log_warn("fault injection: every %u-th datagram received in place is placed one packet off",
+				 w->fault_skew);
+	}
 	w->rx_size = w->gro ? WIRE_RX_GRO_BUF : WIRE_RX_BUF;
 	w->rx = malloc((size_t)WIRE_BATCH * w->rx_size);
 	if (!w->rx) {
@@ -1106,6 +1373,9 @@ void engine_wire_stats(const struct urd_daemon *d, struct engine_wire_stats *s)
 	s->tx_dropped = w->tx_dropped;
 	s->tx_gso_sends = w->tx_gso_sends;
 	s->rx_gro_trains = w->rx_gro_trains;
+	s->rx_placed_pkts = w->rx_placed_pkts;
+	s->rx_placed_bytes = w->rx_placed_bytes;
+	s->rx_place_misses = w->rx_place_misses;
 	s->held_bytes = w->ooo_alloc;
 	for (const struct wire_qp *q = w->ooo_list; q; q = q->ooo_next)
 		s->held_qps++;

@@ -126,6 +126,15 @@ struct engine_wire {
 	bool gro;                       /* receive them with UDP_GRO */
 	/* packets per syscall */
 	uint64_t tx_calls, tx_pkts, rx_calls, rx_pkts, tx_dropped, tx_gso_sends, rx_gro_trains;
+	/* packets and payload bytes the kernel put straight into registered
+	 * memory (wire.c, rx_in_place) */
+	uint64_t rx_placed_pkts, rx_placed_bytes;
+	uint64_t rx_place_misses;       /* placed, not the packet predicted: put back */
+	uint32_t fault_skew, fault_skew_n;      /* UNIRDMA_FAULT_IN_PLACE_SKEW */
+	bool rx_in_place_ok;            /* not UNIRDMA_WIRE_RX_COPY=1 */
+	bool in_place;                  /* look at each datagram first (atomic: the
+					 * engine thread sets it too) */
+	uint32_t in_place_miss;         /* heads in a row that were not for that */
 	uint32_t rx_size;               /* bytes of each receive buffer */
 	uint8_t *rx;                    /* WIRE_BATCH buffers of rx_size */
 };
@@ -204,7 +213,7 @@ struct wire_qp {
 	uint32_t ooo_bytes;             /* one entry: struct wire_ooo + mtu */
 	uint32_t ooo_n;                 /* entries held */
 	bool ooo_lost;                  /* one after the gap was dropped, not held */
-	uint8_t in_msg;                 /* 0, or ROCE_F_SEND / ROCE_F_WRITE in progress */
+	uint8_t in_msg;                 /* 0, or 1 a SEND, 2 a WRITE in progress */
 	bool rx_wqe;                    /* a receive WQE is taken by the SEND in progress */
 	bool uc_drop;                   /* UC: dropping until a FIRST or ONLY */
 	uint64_t rx_wr_id;
@@ -256,10 +265,33 @@ int wire_sport(const struct engine_wire *w, uint32_t qpn, uint16_t *port);
 /* wire_rc.c */
 struct wire_rx {                        /* a received packet that passed the checks */
 	struct roce_hdr h;
+	bool placed;                    /* h.payload is already where the WRITE puts it */
 	uint32_t sip, dip;
 	struct engine_host *host;
 	struct wire_counters *cnt;
 };
+/* Receiving in place (wire.c, rx_in_place): where the payload of packet psn
+ * (a MIDDLE or LAST of an RDMA WRITE or READ response) goes if it continues
+ * the message under way on qp, in sequence; false if it does not. */
+/* A bulk message is coming (a WRITE of this many bytes started, a READ of
+ * them asked for): the wire thread looks at each datagram first, where
+ * trains come at all (for packets that come one by one a look costs more
+ * than the copy it saves).  Big lock held. */
+#define WIRE_IN_PLACE_MIN (16u << 10)
+static inline void wire_in_place_hint(struct engine_wire *w)
+{
+	if (w->rx_in_place_ok && w->rx_gro_trains)
+		__atomic_store_n(&w->in_place, true, __ATOMIC_RELAXED);
+}
+
+struct wire_dst {
+	struct vsge sg[ENGINE_MAX_SGE]; /* the message's destination */
+	uint32_t nsg;
+	uint64_t at;                    /* where in sg the packet's payload starts */
+	uint64_t resid;                 /* bytes the message has left from there */
+	uint32_t last_hl;               /* header bytes of the message's LAST */
+};
+bool wire_rc_dst(struct vr_qp *qp, uint8_t opcode, uint32_t psn, struct wire_dst *m);
 bool wire_rc_process(struct vr_qp *qp, uint64_t now, uint32_t budget, int64_t *bytes);
 void wire_rc_rx(struct urd_daemon *d, struct vr_qp *qp, struct wire_rx *rx, uint64_t now);
 void wire_rc_timer(struct urd_daemon *d, struct wire_qp *q, uint64_t now);

@@ -375,6 +375,8 @@ static void send_packet(struct vr_qp *qp, struct wire_qp *q, struct wire_wqe *e,
 		p.h.rkey = wq->rkey;
 		p.h.dmalen = (uint32_t)(e->len - off);
 		last = true;
+		if (p.h.dmalen >= WIRE_IN_PLACE_MIN)
+			wire_in_place_hint(qp->vr->d->eng.wire);
 	} else if (op->flags & URD_OPF_ATOMIC) {
 		p.h.va = wq->remote_addr;
 		p.h.rkey = wq->rkey;
@@ -556,6 +558,7 @@ static void tail_probe(struct vr_qp *qp, struct wire_qp *q)
 }
 
 static bool complete_before(struct vr_qp *qp, struct wire_qp *q, uint32_t psn);
+static bool in_place(struct vr_qp *qp, const struct wire_rx *rx, const struct vsge *g, uint32_t ng, uint64_t off);
 
 /* the WQE at next_idx has its PSNs: the next one starts */
 static void started(struct wire_qp *q)
@@ -902,7 +905,8 @@ static void read_response(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *r
 			fail_head(qp, q, IBV_WC_BAD_RESP_ERR);
 			return;
 		}
-		vsge_write(&qp->vr->d->eng, local, n, off, rx->h.payload, rx->h.payload_len);
+		if (!in_place(qp, rx, local, n, off))
+			vsge_write(&qp->vr->d->eng, local, n, off, rx->h.payload, rx->h.payload_len);
 		progress(qp, q, (psn + 1) & 0xffffff, now);
 		if (last)
 			complete_head(qp, q, IBV_WC_SUCCESS);
@@ -1281,6 +1285,67 @@ static void rnr(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx)
 		send_ack(qp, q, rx, ROCE_RC_ACK, AETH_RNR | (qp->attr.min_rnr_timer & 0x1f), rx->h.psn, 0);
 }
 
+/* A payload the kernel put in place (wire.c, rx_in_place) needs no copy:
+ * true (counted) when rx's payload is already at byte off of g. */
+static bool in_place(struct vr_qp *qp, const struct wire_rx *rx, const struct vsge *g, uint32_t ng, uint64_t off)
+{
+	struct engine_wire *w = qp->vr->d->eng.wire;
+	uint64_t contig;
+
+	if (!rx->placed || vsge_list_ptr(g, ng, off, &contig) != rx->h.payload || contig < rx->h.payload_len)
+		return false;
+	w->rx_placed_pkts++;
+	w->rx_placed_bytes += rx->h.payload_len;
+	return true;
+}
+
+bool wire_rc_dst(struct vr_qp *qp, uint8_t opcode, uint32_t psn, struct wire_dst *m)
+{
+	struct wire_qp *q = qp->eng.wire;
+	uint32_t fl = roce_op_flags(opcode);
+
+	if (qp->type != IBV_QPT_RC || !q || !(fl & (ROCE_F_MIDDLE | ROCE_F_LAST)) || (fl & ROCE_F_IMM) ||
+	    (fl & ROCE_F_IETH))
+		return false;
+	memset(m, 0, sizeof(*m));
+	m->last_hl = roce_hdr_len(opcode);
+	if (fl & ROCE_F_READ_RESP) {    /* requester: the READ at the head */
+		const struct urd_opcode_info *op;
+		struct wire_wqe *e;
+		uint32_t k;
+
+		if ((qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) || qp->sq.q.own == q->next_idx ||
+		    psn != q->una)
+			return false;
+		e = wire_slot(q, qp->sq.q.own);
+		op = urd_opcode(wqe_of(e)->opcode, qp->type);
+		k = (uint32_t)psn_diff(psn, e->first_psn);
+		if (!op || !(op->flags & URD_OPF_READ) || k >= e->npkts ||
+		    wqe_gather(qp, e, op, m->sg, &m->nsg, 1u << qp->sq.q.shift))
+			return false;
+		m->at = (uint64_t)k * q->mtu;
+		m->resid = e->len - m->at;
+		m->last_hl = roce_hdr_len(ROCE_RC_READ_RESP_LAST);
+		return true;
+	}
+	/* responder: the packet the WRITE under way waits for */
+	if (!(fl & ROCE_F_REQ) || !qp_can_receive(qp) || q->ooo_n || psn != q->epsn)
+		return false;
+	if ((fl & ROCE_F_WRITE) && q->in_msg == 2 && (qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
+		if (!q->wr_resid || mr_check_remote(qp->vr, qp, q->wr_rkey, q->wr_va, q->wr_resid,
+						    IBV_ACCESS_REMOTE_WRITE, &m->sg[0]))
+			return false;
+		m->nsg = 1;
+		m->resid = q->wr_resid;
+		return true;
+	}
+	/* Not a SEND: how long it is shows only in its LAST packet, and a
+	 * full LAST can be followed in the same train by the next SEND's
+	 * FIRST, which has the same size: placed as this SEND's, its bytes
+	 * would land past this message in this receive buffer for good. */
+	return false;
+}
+
 /* SEND packets: the first takes a receive WQE (none: RNR NAK); each lands at
  * its offset of the WQE's scatter list; the last completes it.  A UC message
  * lost mid-way leaves its WQE taken: the next SEND starts over in it. */
@@ -1321,7 +1386,8 @@ static bool do_send(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, uin
 		class_c(qp, q, rx, n < 0 ? NAK_OP : NAK_INV);
 		return false;
 	}
-	vsge_write(&qp->vr->d->eng, sg, (uint32_t)n, q->rx_off, rx->h.payload, rx->h.payload_len);
+	if (!in_place(qp, rx, sg, (uint32_t)n, q->rx_off))
+		vsge_write(&qp->vr->d->eng, sg, (uint32_t)n, q->rx_off, rx->h.payload, rx->h.payload_len);
 	q->rx_off += rx->h.payload_len;
 	if (fl & ROCE_F_LAST) {
 		struct recv_info ri = {
@@ -1364,6 +1430,8 @@ static bool do_write(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, ui
 		q->wr_rkey = rx->h.rkey;
 		q->wr_resid = rx->h.dmalen;
 		q->rx_off = 0;
+		if (rx->h.dmalen >= WIRE_IN_PLACE_MIN)
+			wire_in_place_hint(qp->vr->d->eng.wire);
 	}
 	if (len > q->wr_resid || ((fl & ROCE_F_LAST) && len != q->wr_resid)) {
 		class_c(qp, q, rx, NAK_INV);
@@ -1388,7 +1456,8 @@ static bool do_write(struct vr_qp *qp, struct wire_qp *q, struct wire_rx *rx, ui
 			class_c(qp, q, rx, NAK_ACCESS);
 			return false;
 		}
-		vsge_write(&qp->vr->d->eng, &t, 1, 0, rx->h.payload, len);
+		if (!in_place(qp, rx, &t, 1, 0))
+			vsge_write(&qp->vr->d->eng, &t, 1, 0, rx->h.payload, len);
 	}
 	q->wr_va += len;
 	q->wr_resid -= len;
