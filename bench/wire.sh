@@ -6,6 +6,7 @@
 # usage: bench/wire.sh [--quick|--full] [--out DIR] [--mtu N]
 #   --mtu N   the underlay's MTU (default 1500; 9000 gives a port MTU of 4096)
 #   BENCH_WIRE_SECTIONS="bw lat mr loss" (the default) picks sections;
+#   BW_SIZES="65536 1048576" (the default) the bw section's message sizes;
 #   BENCH_WIRE_PIN=0 pins nothing.
 #
 # Two hosts are two network namespaces (tests/integration/mhlib.sh) on one
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
 	--full) MODE=full ;;
 	--out) OUT=$2; shift ;;
 	--mtu) MTU=$2; shift ;;
-	-h | --help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "wire.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -200,7 +201,7 @@ if want bw; then
 say "== WRITE bandwidth (ib_write_bw -x 0, 1 QP) vs kernel TCP (qperf tcp_bw) and UCX over TCP (ucp_put_bw)"
 # The three alternate BW_REPS times and each one's median counts (single
 # runs on this shared machine vary by a fifth); CPU per GB over all of them.
-for s in 65536 1048576; do
+for s in ${BW_SIZES:-65536 1048576}; do
 	for ((rep = 1; rep <= BW_REPS; rep++)); do
 		pt_bw "wbw${s}_$rep" ib_write_bw -s "$s" -n "$(iters "$BW_BYTES" "$s" 100000)"
 		qperf_run "tcp${s}_$rep" -m "$s" tcp_bw

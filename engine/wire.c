@@ -983,8 +983,10 @@ static void *wire_main(void *arg)
 		if (__atomic_load_n(&w->in_place, __ATOMIC_RELAXED)) {   /* each datagram looked at first */
 			pthread_mutex_lock(&d->lock);
 			now = urd_now_ns();
-			while (placed < WIRE_BATCH && (last = rx_in_place(d, now)) > 0)
+			while (placed < WIRE_BATCH && (last = rx_in_place(d, now)) > 0) {
 				placed++;
+				wire_flush(w);  /* its ACKs go now, not after the batch */
+			}
 			pthread_mutex_unlock(&d->lock);
 			if (placed)
 				w->in_place_miss = 0;
