@@ -82,8 +82,10 @@ case_clang() {
 	require_prog clang
 	local out
 	out=$(mktemp -d /tmp/unirdma-clang.XXXXXX)
-	say "+ make CC=clang BUILD=$out (-Wall -Wextra -Werror)"
-	if make -s -j"$(nproc)" -C "$TOP" CC=clang BUILD="$out" all >"$out.log" 2>&1; then
+	# -O0: clang's warnings come from its front end, whatever the
+	# optimisation level, and the build takes a quarter of the time
+	say "+ make CC=clang OPT=-O0 BUILD=$out (-Wall -Wextra -Werror)"
+	if make -s -j"$(nproc)" -C "$TOP" CC=clang OPT=-O0 BUILD="$out" all >"$out.log" 2>&1; then
 		rm -rf "$out" "$out.log"
 		return 0
 	fi
