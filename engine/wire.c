@@ -922,7 +922,10 @@ static int rx_in_place(struct urd_daemon *d, uint64_t now)
 		return 1;
 	}
 	w->rx_pkts += (total + seg - 1) / seg;
-	w->rx_gro_trains += seg < total;
+	if (seg < total) {
+		w->rx_gro_trains++;
+		w->last_train_ns = now;
+	}
 	for (off = 0, k = 0; off < total; off += seg, k++) {
 		uint32_t len = total - off < seg ? total - off : seg;
 
@@ -1042,6 +1045,7 @@ static void *wire_main(void *arg)
 			 * may be shorter), each a RoCE packet of its own */
 			if (seg && len > seg) {
 				w->rx_gro_trains++;
+				w->last_train_ns = now;
 				if (in_place_kind(buf[0]))
 					wire_in_place_hint(w);  /* bulk comes in trains */
 				w->rx_pkts += (len - 1) / seg;

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "futex.h"
 #include "internal.h"
 #include "roce.h"
 
@@ -132,6 +133,7 @@ struct engine_wire {
 	uint64_t rx_place_misses;       /* placed, not the packet predicted: put back */
 	uint32_t fault_skew, fault_skew_n;      /* UNIRDMA_FAULT_IN_PLACE_SKEW */
 	bool rx_in_place_ok;            /* not UNIRDMA_WIRE_RX_COPY=1 */
+	uint64_t last_train_ns;         /* when a train last came */
 	bool in_place;                  /* look at each datagram first (atomic: the
 					 * engine thread sets it too) */
 	uint32_t in_place_miss;         /* heads in a row that were not for that */
@@ -274,13 +276,15 @@ struct wire_rx {                        /* a received packet that passed the che
  * (a MIDDLE or LAST of an RDMA WRITE or READ response) goes if it continues
  * the message under way on qp, in sequence; false if it does not. */
 /* A bulk message is coming (a WRITE of this many bytes started, a READ of
- * them asked for): the wire thread looks at each datagram first, where
- * trains come at all (for packets that come one by one a look costs more
- * than the copy it saves).  Big lock held. */
+ * them asked for): the wire thread looks at each datagram first, while
+ * trains come (a train came in the last WIRE_TRAIN_RECENT_NS; for packets
+ * that come one by one a look costs more than the copy it saves).  Big lock
+ * held. */
 #define WIRE_IN_PLACE_MIN (16u << 10)
+#define WIRE_TRAIN_RECENT_NS (100ull * 1000 * 1000)
 static inline void wire_in_place_hint(struct engine_wire *w)
 {
-	if (w->rx_in_place_ok && w->rx_gro_trains)
+	if (w->rx_in_place_ok && w->last_train_ns && urd_now_ns() - w->last_train_ns < WIRE_TRAIN_RECENT_NS)
 		__atomic_store_n(&w->in_place, true, __ATOMIC_RELAXED);
 }
 
