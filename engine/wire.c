@@ -912,8 +912,17 @@ static int rx_in_place(struct urd_daemon *d, uint64_t now)
 	mh.msg_iov = iov;
 	mh.msg_iovlen = niov;
 	r = recvmsg(w->fd, &mh, MSG_DONTWAIT);
-	if (r < 0)
+	if (r < 0) {
+		/* EFAULT: a page under the destination is gone (its tenant cut
+		 * its region file short) and the kernel dropped the datagram.
+		 * Reading the pages lets the daemon's SIGBUS guard fail that
+		 * vRNIC, as the copy would have. */
+		if (errno == EFAULT)
+			for (k = 0; k < npk; k++)
+				for (uint32_t o = 0; o < pk[k].len; o += 4096)
+					(void)*(volatile const uint8_t *)(pk[k].dst + o);
 		return -1;
+	}
 	w->rx_calls++;
 	if ((uint32_t)r != total || (mh.msg_flags & MSG_TRUNC) || src2.sin_addr.s_addr != sip ||
 	    src2.sin_port != src.sin_port) {
