@@ -220,8 +220,10 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 	hlen = roce_build(t->hdr[k], &h);
 	udp_len = (uint16_t)(8 + hlen + p->pay_len + h.pad + ROCE_ICRC_LEN);
 	pay = (uint16_t)(udp_len - 8);
-	/* the next of a GSO train: same addresses, not longer than the
-	 * train's packets (a shorter one ends it), room left (wire.h) */
+	/* the next of a GSO train: same addresses and QP (a receiver that
+	 * places a train's payloads in place predicts them from its first
+	 * packet: wire.c, rx_in_place), not longer than the train's packets
+	 * (a shorter one ends it), room left (wire.h) */
 	if (mcast) {
 		fd = w->fd;
 		sport = ROCE_UDP_PORT;
@@ -229,7 +231,7 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 		fd = wire_sport(w, p->lqpn, &sport);
 	}
 	join = t->gopen && k && t->dst[k - 1].sin_addr.s_addr == p->dip && t->sip[k - 1] == p->sip &&
-	       t->fd[k - 1] == fd && pay <= t->pay[k - 1] && t->gpos[k - 1] + 1u < WIRE_GSO_SEGS && t->gbytes + pay <= WIRE_GSO_BYTES;
+	       t->qpn[k - 1] == p->lqpn && t->fd[k - 1] == fd && pay <= t->pay[k - 1] && t->gpos[k - 1] + 1u < WIRE_GSO_SEGS && t->gbytes + pay <= WIRE_GSO_BYTES;
 	if (join) {
 		t->gpos[k] = (uint8_t)(t->gpos[k - 1] + 1);
 		t->gbytes += pay;
@@ -241,6 +243,7 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 	}
 	t->pay[k] = pay;
 	t->sip[k] = p->sip;
+	t->qpn[k] = p->lqpn;
 	t->fd[k] = fd;
 	crc = roce_icrc_start(p->sip, p->dip, sport, t->gpos[k], udp_len, t->hdr[k]);
 	crc = roce_icrc_add(crc, t->hdr[k] + ROCE_BTH_LEN, hlen - ROCE_BTH_LEN);
@@ -734,7 +737,7 @@ static void wire_rx_checked(struct urd_daemon *d, struct wire_rx *rx, size_t len
  * Once trains of such packets come (UDP GRO), or a big WRITE starts or a big
  * READ is asked for (wire_in_place_hint), the wire thread looks at each
  * datagram before it reads it (MSG_PEEK: its BTH), until IN_PLACE_MISSES in
- * a row were not for this.  When that is the next
+ * a row were not for this (and the hint's WIRE_IN_PLACE_HOLD_NS passed).  When that is the next
  * packet of a message under way on an RC QP of ours (wire_rc_dst), from the
  * QP's peer host and a GID of the QP's tenant, the read scatters: each
  * packet's payload to the message's next bytes, as far as the message goes,
@@ -750,9 +753,15 @@ static void wire_rx_checked(struct urd_daemon *d, struct wire_rx *rx, size_t len
  * What the kernel wrote for a packet that was not taken lies in the part of
  * the message that has not arrived yet (a WRITE's and a READ response's
  * length is known: nothing is placed past it), which the message's own
- * packets overwrite: one datagram has one source address, so those bytes
- * came from the peer host and GID that may write there anyway, and a WRITE's
- * target or a READ's buffer is undefined until the message completes.
+ * packets overwrite, and a WRITE's target or a READ's buffer is undefined
+ * until the message completes.  Those bytes came from the QP's peer: one
+ * datagram has one pair of addresses, the source GID the checks found in the
+ * QP's tenant and the destination the QP's vRNIC, and a unirdma peer puts
+ * one QP's packets in a train (wire_emit).  A train that mixes QPs (a kernel
+ * GRO that merged two QPs whose source ports hash alike, or one crafted by
+ * a host that spoofs the peer's address and knows the expected PSN, which
+ * could inject anyway) can at worst put another QP's bytes of the same two
+ * vRNICs there for a while: never another tenant's.
  * SENDs are copied as before: a SEND's length shows only in its LAST packet,
  * and the next SEND's FIRST, as long as a MIDDLE, can follow it in a train,
  * so a prediction could put bytes past the message in its receive buffer,
@@ -851,8 +860,19 @@ static int rx_in_place(struct urd_daemon *d, uint64_t now)
 	if (total < sizeof(head) + ROCE_ICRC_LEN || total > w->rx_size || !in_place_kind(head[0]) ||
 	    (head[1] & 0x0f))
 		return -1;
-	if (!seg || seg >= total)
-		seg = total;
+	if (!seg || seg >= total) {
+		/* no train: where packets come one by one, looking first costs
+		 * a syscall a packet; after IN_PLACE_MISSES of them in a row,
+		 * stop and let no hint start again for a while */
+		if (++w->in_place_lone >= IN_PLACE_MISSES) {
+			w->in_place_lone = 0;
+			w->in_place_until = 0;
+			w->in_place_quiet_until = now + WIRE_IN_PLACE_QUIET_NS;
+			__atomic_store_n(&w->in_place, false, __ATOMIC_RELAXED);
+		}
+		return -1;
+	}
+	w->in_place_lone = 0;
 	qpn = (uint32_t)head[5] << 16 | (uint32_t)head[6] << 8 | head[7];
 	psn = (uint32_t)head[9] << 16 | (uint32_t)head[10] << 8 | head[11];
 	sip = src.sin_addr.s_addr;
@@ -931,10 +951,7 @@ static int rx_in_place(struct urd_daemon *d, uint64_t now)
 		return 1;
 	}
 	w->rx_pkts += (total + seg - 1) / seg;
-	if (seg < total) {
-		w->rx_gro_trains++;
-		w->last_train_ns = now;
-	}
+	w->rx_gro_trains += seg < total;
 	for (off = 0, k = 0; off < total; off += seg, k++) {
 		uint32_t len = total - off < seg ? total - off : seg;
 
@@ -999,13 +1016,13 @@ static void *wire_main(void *arg)
 				placed++;
 				wire_flush(w);  /* its ACKs go now, not after the batch */
 			}
-			pthread_mutex_unlock(&d->lock);
 			if (placed)
 				w->in_place_miss = 0;
-			else if (last < 0 && ++w->in_place_miss >= IN_PLACE_MISSES) {
+			else if (last < 0 && ++w->in_place_miss >= IN_PLACE_MISSES && now >= w->in_place_until) {
 				__atomic_store_n(&w->in_place, false, __ATOMIC_RELAXED);
 				w->in_place_miss = 0;
 			}
+			pthread_mutex_unlock(&d->lock);
 			/* the head that was not for it goes the usual way */
 			vlen = last < 0 ? 1 : 0;
 		}
@@ -1054,9 +1071,10 @@ static void *wire_main(void *arg)
 			 * may be shorter), each a RoCE packet of its own */
 			if (seg && len > seg) {
 				w->rx_gro_trains++;
-				w->last_train_ns = now;
-				if (in_place_kind(buf[0]))
-					wire_in_place_hint(w);  /* bulk comes in trains */
+				if (in_place_kind(buf[0])) {    /* bulk comes in trains */
+					w->in_place_quiet_until = 0;
+					wire_in_place_hint(w);
+				}
 				w->rx_pkts += (len - 1) / seg;
 			} else {
 				seg = len;

@@ -77,6 +77,7 @@ struct wire_tx {
 	uint8_t gpos[WIRE_BATCH];               /* place in its GSO group (0: its first) */
 	uint16_t pay[WIRE_BATCH];               /* UDP payload length */
 	uint32_t sip[WIRE_BATCH];
+	uint32_t qpn[WIRE_BATCH];               /* the sending QP: a group is one QP's */
 	bool gopen;                             /* the last packet's group takes more */
 	uint32_t gbytes;                        /* UDP payload of the open group */
 	struct mmsghdr gmsg[WIRE_BATCH];        /* one per group, at flush */
@@ -133,7 +134,9 @@ struct engine_wire {
 	uint64_t rx_place_misses;       /* placed, not the packet predicted: put back */
 	uint32_t fault_skew, fault_skew_n;      /* UNIRDMA_FAULT_IN_PLACE_SKEW */
 	bool rx_in_place_ok;            /* not UNIRDMA_WIRE_RX_COPY=1 */
-	uint64_t last_train_ns;         /* when a train last came */
+	uint64_t in_place_until;        /* in_place stays on until then at least */
+	uint64_t in_place_quiet_until;  /* no hint turns it on before then */
+	uint32_t in_place_lone;         /* datagrams in a row that were no train */
 	bool in_place;                  /* look at each datagram first (atomic: the
 					 * engine thread sets it too) */
 	uint32_t in_place_miss;         /* heads in a row that were not for that */
@@ -276,16 +279,26 @@ struct wire_rx {                        /* a received packet that passed the che
  * (a MIDDLE or LAST of an RDMA WRITE or READ response) goes if it continues
  * the message under way on qp, in sequence; false if it does not. */
 /* A bulk message is coming (a WRITE of this many bytes started, a READ of
- * them asked for): the wire thread looks at each datagram first, while
- * trains come (a train came in the last WIRE_TRAIN_RECENT_NS; for packets
- * that come one by one a look costs more than the copy it saves).  Big lock
- * held. */
+ * them asked for, a train of them came): the wire thread looks at each
+ * datagram first for at least WIRE_IN_PLACE_HOLD_NS, unless it found
+ * packets coming one by one in the last WIRE_IN_PLACE_QUIET_NS and no train
+ * since (no UDP GRO on the path: a look per datagram would cost more than
+ * the copy it saves).
+ * Big lock held. */
 #define WIRE_IN_PLACE_MIN (16u << 10)
-#define WIRE_TRAIN_RECENT_NS (100ull * 1000 * 1000)
+#define WIRE_IN_PLACE_HOLD_NS (20ull * 1000 * 1000)
+#define WIRE_IN_PLACE_QUIET_NS (1000ull * 1000 * 1000)
 static inline void wire_in_place_hint(struct engine_wire *w)
 {
-	if (w->rx_in_place_ok && w->last_train_ns && urd_now_ns() - w->last_train_ns < WIRE_TRAIN_RECENT_NS)
-		__atomic_store_n(&w->in_place, true, __ATOMIC_RELAXED);
+	uint64_t now;
+
+	if (!w->rx_in_place_ok)
+		return;
+	now = urd_now_ns();
+	if (now < w->in_place_quiet_until)
+		return;
+	w->in_place_until = now + WIRE_IN_PLACE_HOLD_NS;
+	__atomic_store_n(&w->in_place, true, __ATOMIC_RELAXED);
 }
 
 struct wire_dst {
