@@ -685,7 +685,10 @@ wire_dup_acks() {
 	wait "$cpid"
 	grep -v '^    ' "$WORK/dupack.log" | tail -n 8
 	check "a side ended with retry exceeded (status 12) while the duplicate ACKs came" test "$injecting" = 1
-	check "the duplicate ACKs reached host 1's daemon" test "$((a1 - a0))" -ge 5
+	# a round injects one ACK to each side; the first side can give up
+	# within a few rounds (its timer ran while the cut was set up)
+	check "the duplicate ACKs reached host 1's daemon ($((a1 - a0)) in $i rounds)" \
+		test "$i" -ge 1 -a "$((a1 - a0))" -ge "$((i < 5 ? i : 5))"
 	checks_result
 }
 add_case wire_dup_acks wire_dup_acks
