@@ -17,7 +17,7 @@ pkgs=(
 	ibverbs-utils perftest qperf     # unmodified verbs programs the tests and the demo run
 	iproute2 util-linux procps       # ip, unshare/nsenter, ps: containers and their network
 	iptables nftables libnetfilter-queue-dev # multi-host tests: roce_relay (NFQUEUE), loss rules (tests/integration/mhlib.sh)
-	strace valgrind python3          # test tooling
+	strace valgrind python3 jq       # test tooling (jq: JSON in the shell tests)
 	qemu-system-x86 busybox-static cpio # VM tests: QEMU guests (tests/vm/); the kernel: see below
 	gnuplot-nox fonts-dejavu-core ucx-utils # bench/: the report's plots and their font; UCX's ucx_perftest
 	tshark                           # RoCEv2 captures dissected and checked (tests/integration/roce_wire.sh)
