@@ -19,6 +19,11 @@
 # Everything is removed when the case ends, also on failure or a signal.
 # A case passes when its function returns 0; 77 (skip) marks it skipped.
 
+# Debian's programs first: the suite runs what scripts/install-deps.sh
+# installed (python3 with python3-grpcio, perftest, ...), never a user's
+# shim in front of them (a pyenv python3 shim took 300 ms a start on the
+# CI machine, Debian's 37 ms; the suite starts python3 hundreds of times).
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P) # physical: exec refuses --ro paths through symlinks
 BUILD=${UNIRDMA_BUILD:-build} # or another build tree, e.g. build-asan
 [[ $BUILD == /* ]] || BUILD=$TOP/$BUILD

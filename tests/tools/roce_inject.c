@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "roce.h"
@@ -41,6 +42,7 @@ static const char usage_text[] =
 	"                     before the ICRC (malformed packets); repeatable\n"
 	"  --count N          send N packets (default 1);  --psn-step N, --dqpn-step N\n"
 	"                     add N to the PSN, the destination QPN after each (default 0)\n"
+	"  --every MS         wait MS milliseconds between packets (a slow, steady stream)\n"
 	"  --ip-id N          send with IP ID N (raw socket, IP_HDRINCL)\n"
 	"  --spoof            SRC need not be an address of this namespace (raw socket,\n"
 	"                     not bound; IP ID 0 unless --ip-id)\n"
@@ -73,7 +75,7 @@ static uint64_t num(const char *opt, const char *s, uint64_t max)
 enum {
 	O_SRC = 256, O_DST, O_SPORT, O_OPCODE, O_DQPN, O_PSN, O_SQPN, O_QKEY, O_VA, O_RKEY, O_LEN, O_SWAP,
 	O_CMP, O_SYNDROME, O_MSN, O_ORIG, O_IETH, O_IMM, O_PKEY, O_SE, O_ACKREQ, O_MIG, O_PBYTE, O_PLEN,
-	O_PAD, O_SET, O_COUNT, O_PSNSTEP, O_DQPNSTEP, O_IPID, O_SPOOF, O_BADICRC,
+	O_PAD, O_SET, O_COUNT, O_PSNSTEP, O_DQPNSTEP, O_IPID, O_SPOOF, O_BADICRC, O_EVERY,
 };
 
 static const struct option longopts[] = {
@@ -104,6 +106,7 @@ static const struct option longopts[] = {
 	{ "pad", required_argument, 0, O_PAD },
 	{ "set", required_argument, 0, O_SET },
 	{ "count", required_argument, 0, O_COUNT },
+	{ "every", required_argument, 0, O_EVERY },
 	{ "psn-step", required_argument, 0, O_PSNSTEP },
 	{ "dqpn-step", required_argument, 0, O_DQPNSTEP },
 	{ "spoof", no_argument, 0, O_SPOOF },
@@ -139,7 +142,7 @@ int main(int argc, char **argv)
 	uint32_t plen = 0, psn_step = 0, dqpn_step = 0, set_off[MAX_SETS], hl;
 	uint8_t pbyte = 0, set_val[MAX_SETS];
 	uint16_t sport = 0; /* network order */
-	uint64_t count = 1, sent;
+	uint64_t count = 1, sent, every_ms = 0;
 	long ip_id = -1;
 	unsigned nsets = 0, i;
 	int opt, op, fd, pmtu = IP_PMTUDISC_DO, one = 1;
@@ -199,6 +202,7 @@ int main(int argc, char **argv)
 			set_val[nsets++] = (uint8_t)num("set", eq + 1, 0xff);
 			break;
 		case O_COUNT: count = num("count", optarg, 100000000); break;
+		case O_EVERY: every_ms = num("every", optarg, 60000); break;
 		case O_PSNSTEP: psn_step = (uint32_t)num("psn-step", optarg, 0xffffff); break;
 		case O_DQPNSTEP: dqpn_step = (uint32_t)num("dqpn-step", optarg, 0xffffff); break;
 		case O_SPOOF: spoof = true; break;
@@ -306,6 +310,12 @@ int main(int argc, char **argv)
 		}
 		h.psn = (h.psn + psn_step) & 0xffffff;
 		h.dqpn = (h.dqpn + dqpn_step) & 0xffffff;
+		if (every_ms && sent + 1 < count) {
+			struct timespec ts = { (time_t)(every_ms / 1000), (long)(every_ms % 1000) * 1000000 };
+
+			while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+				;
+		}
 	}
 	if (!quiet) {
 		printf("roce_inject: sent %llu x %s (%zu bytes of UDP payload) from %s:%u", (unsigned long long)sent,
