@@ -170,13 +170,23 @@ ppair() {
 		"${PODMAN[@]}" logs "$name" 2>&1 | tail -n 5 | sed 's/^/  | /'
 		return 1
 	fi
-	if [ "$ckind" = podman ]; then
-		timeout 60 "${PODMAN[@]}" run --rm "${RUN_OPTS[@]}" ${env[@]+"${env[@]}"} --device unirdma.io/vrnic=pb \
-			"$IMAGE" "${ccmd[@]}" >"$WORK/client.out" 2>&1
-	else
-		timeout 60 env ${envx[@]+"${envx[@]}"} "$UNIRDMA" exec pb -- "${ccmd[@]}" >"$WORK/client.out" 2>&1
-	fi
-	rc=$?
+	# A refused connection is the last server's address still answering:
+	# the kernel tears a network namespace down (and the veth with the
+	# vRNIC's address in it) some time after its container is gone, so
+	# the client's SYN can reach the old one.  Then the client goes again.
+	local try
+	for try in 1 2 3; do
+		if [ "$ckind" = podman ]; then
+			timeout 60 "${PODMAN[@]}" run --rm "${RUN_OPTS[@]}" ${env[@]+"${env[@]}"} --device unirdma.io/vrnic=pb \
+				"$IMAGE" "${ccmd[@]}" >"$WORK/client.out" 2>&1
+		else
+			timeout 60 env ${envx[@]+"${envx[@]}"} "$UNIRDMA" exec pb -- "${ccmd[@]}" >"$WORK/client.out" 2>&1
+		fi
+		rc=$?
+		[ "$rc" -ne 0 ] && grep -q 'Connection refused' "$WORK/client.out" || break
+		say "  the client's connection was refused (try $try); again"
+		sleep 0.5
+	done
 	src=$(timeout 30 "${PODMAN[@]}" wait "$name" 2>/dev/null)
 	"${PODMAN[@]}" logs "$name" >"$WORK/server.out" 2>&1
 	"${PODMAN[@]}" rm -f "$name" >/dev/null 2>&1
