@@ -16,9 +16,9 @@
 #                   when the host is loaded beyond half of that), and the
 #                   allocations stop at the cap (2*max_mrs+64), the daemon's
 #                   RSS stays within the metadata cap, and all is given back
-#   vm_heap         (6) 48 REG_MRs of a VM vRNIC with 2^20-entry INDIRECT tables
+#   vm_heap         (6) 16 REG_MRs of a VM vRNIC with 2^20-entry INDIRECT tables
 #                   aliasing one page are refused and leave the daemon's RSS
-#                   within the metadata cap; 48 more of every other guest page
+#                   within the metadata cap; 16 more of every other guest page
 #                   stop at the memory quota, RSS stays within the cap, and
 #                   `vrnic show --json` mem_bytes equals the bytes registered
 #   container_alias (6) a container MR of 1917 segments over one page is refused;
@@ -190,7 +190,7 @@ case_vm_heap() {
 		out=$WORK/vmheap.$kind
 		rm -f "$WORK/go.$kind"
 		before=$(rss_kb)
-		"$BUILD/tools/ctrlmem" vmheap "$region" "$gram" "$kind" -n 48 --hold "$WORK/go.$kind" >"$out" 2>&1 &
+		"$BUILD/tools/ctrlmem" vmheap "$region" "$gram" "$kind" -n 16 --hold "$WORK/go.$kind" >"$out" 2>&1 &
 		pid=$!
 		SERVER_PIDS+=("$pid")
 		wait_ready "$out" "$pid" || { cat "$out"; die "ctrlmem vmheap $kind did not finish"; }
@@ -205,7 +205,7 @@ case_vm_heap() {
 			check "alias: every aliasing REG_MR was refused ($ok accepted)" test "$ok" = 0
 		else
 			check "scatter: some honest scattered REG_MRs were accepted ($ok)" test "$ok" -ge 1
-			check "scatter: the memory quota stopped the rest ($ok accepted of 48)" test "$ok" -le 2
+			check "scatter: the memory quota stopped the rest ($ok accepted of 16)" test "$ok" -le 2
 		fi
 		check "$kind: mem_bytes ($mem) = the bytes really registered ($reg)" test "$mem" = "$reg"
 		touch "$WORK/go.$kind"
