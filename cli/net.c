@@ -19,7 +19,14 @@
  * The veth pair is made with iproute2 in one call (it is what creating a
  * device in one namespace with its peer in another costs least code for);
  * the container side is set up with plain ioctls from inside. A container's
- * veth pair vanishes with its network namespace. */
+ * veth pair vanishes with its network namespace, but the kernel frees a
+ * namespace only when nothing holds it: a TCP socket its program closed
+ * keeps it (and the address on the bridge) for as long as the socket
+ * retransmits its FIN to a peer that is gone, a minute or more.  Until then
+ * it answers ARP for the vRNIC's address and resets every connection to it,
+ * so a container started again with the same vRNIC is unreachable
+ * (podman:ucx saw it).  net_attach therefore first removes the ports whose
+ * namespace no process is in (reap_stale_ports). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -31,6 +38,7 @@
 #include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +47,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -215,6 +224,80 @@ int net_tenant_bridge(const char *state_dir, const char *tenant, char *nsname, s
 	return rc;
 }
 
+/* The inode of the initial PID namespace (PROC_PID_INIT_INO in the kernel). */
+#define INIT_PIDNS_INO 0xEFFFFFFCu
+
+/* Whether some process is in the network namespace whose nsfs inode is ino. */
+static bool netns_has_process(unsigned long long ino)
+{
+	char path[NAME_MAX + 16];
+	struct dirent *de;
+	struct stat st;
+	bool found = false;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return true; /* cannot tell: keep the port */
+	while (!found && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
+		found = !stat(path, &st) && (unsigned long long)st.st_ino == ino;
+	}
+	closedir(d);
+	return found;
+}
+
+/* In a child in the bridge namespace ns: removes each port ux<inode><ifname>
+ * whose network namespace no process is in.  The ports are listed before
+ * /proc is read, so a port that a concurrent hook is making belongs to a
+ * container whose process exists by then and is kept.  Only from the
+ * initial PID namespace, whose /proc shows every process; elsewhere (a CLI
+ * in a container of its own) nothing is removed.  Best effort: a failure
+ * leaves the ports as they were, and attaching goes on. */
+static void reap_stale_ports(const char *ns)
+{
+	char path[sizeof(NETNS_RUN_DIR) + NAME_MAX + 2];
+	struct stat st;
+	pid_t child;
+	int status;
+
+	if (stat("/proc/self/ns/pid", &st) || st.st_ino != INIT_PIDNS_INO)
+		return;
+	child = fork();
+	if (child < 0)
+		return;
+	if (child == 0) {
+		struct if_nameindex *ifs, *i;
+		int fd;
+
+		snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", ns);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || setns(fd, CLONE_NEWNET))
+			_exit(1);
+		ifs = if_nameindex();
+		if (!ifs)
+			_exit(1);
+		for (i = ifs; i->if_index; i++) {
+			unsigned long long ino;
+			char *end;
+
+			if (strncmp(i->if_name, "ux", 2) || strlen(i->if_name) < 10)
+				continue;
+			memcpy(path, i->if_name + 2, 8);
+			path[8] = '\0';
+			ino = strtoull(path, &end, 16);
+			if (*end || netns_has_process(ino))
+				continue;
+			IP(PROC_QUIET_STDERR, "link", "del", i->if_name);
+		}
+		if_freenameindex(ifs);
+		_exit(0);
+	}
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
 int net_attach(const char *nsname, pid_t pid, const char *ifname, const unsigned char *mac)
 {
 	char ns[64], port[IFNAMSIZ], pidstr[16], path[64], macstr[18];
@@ -236,6 +319,7 @@ int net_attach(const char *nsname, pid_t pid, const char *ifname, const unsigned
 	if (snprintf(port, sizeof(port), "ux%08llx%s", (unsigned long long)st.st_ino, ifname) >= (int)sizeof(port))
 		return -ENAMETOOLONG;
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	reap_stale_ports(ns);
 	if (mac)
 		snprintf(macstr, sizeof(macstr), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
 			 mac[4], mac[5]);
