@@ -240,6 +240,21 @@ static bool publish(struct urd_slot_hdr *s, uint32_t seq)
 	return false;
 }
 
+/* A control step that took longer than SLOW_NS is logged with where its
+ * time went (waiting for the big lock, holding it), so that a stall a test
+ * or an operator sees can be traced to the daemon or ruled out. */
+#define SLOW_NS (500ull * 1000 * 1000)
+
+static void note_slow(const struct urd_vrnic *vr, const char *what, uint32_t op, uint64_t t0, uint64_t locked,
+		      uint64_t unlocked)
+{
+	if (unlocked - t0 < SLOW_NS)
+		return;
+	log_warn("vrnic %s: %s (op %u) took %llu ms: %llu ms waiting for the big lock, %llu ms holding it",
+		 vr->name, what, op, (unsigned long long)((unlocked - t0) / 1000000),
+		 (unsigned long long)((locked - t0) / 1000000), (unsigned long long)((unlocked - locked) / 1000000));
+}
+
 /* One request: copied and (REG_MR of a VM) prepared without the big lock,
  * run and answered under it.  -1 when the vRNIC is stopping. */
 static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_t *next_hb,
@@ -250,6 +265,7 @@ static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_
 	struct urd_msg_hdr *rh = (struct urd_msg_hdr *)resp;
 	struct vr_mr_prep *prep = NULL;
 	uint32_t resp_len = sizeof(*rh);
+	uint64_t t0 = urd_now_ns();
 	uint32_t req_len;
 	uint16_t op;
 
@@ -290,6 +306,7 @@ static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_
 	}
 	engine_kick_if_work(vr->d);     /* a modify or a death gave the engine work */
 	budget_unlock(vr->d, budget);
+	note_slow(vr, "a control request", op, t0, budget->locked_at, budget->unlocked_at);
 	mr_prep_free(prep);
 	if (!vr->vm)
 		urd_futex_wake_all(&s->resp_seq);
@@ -304,7 +321,7 @@ void *ctrl_thread_main(void *arg)
 {
 	struct urd_vrnic *vr = arg;
 	struct urd_daemon *d = vr->d;
-	uint64_t next_live = urd_now_ns() + LIVENESS_NS, next_hb = 0;
+	uint64_t next_live = urd_now_ns() + LIVENESS_NS, next_hb = 0, t0;
 	struct lock_budget budget = { (int64_t)CTRL_BURST_NS, urd_now_ns(), 0, 0 };
 	uint32_t idle = 0;
 	char tname[16];
@@ -332,6 +349,7 @@ void *ctrl_thread_main(void *arg)
 			liveness_check(vr, &next_hb);
 			next_live = urd_now_ns() + LIVENESS_NS;
 		}
+		t0 = urd_now_ns();
 		big_lock(vr, &next_hb);
 		budget.locked_at = urd_now_ns();
 		stop = vr->stop;
@@ -345,6 +363,7 @@ void *ctrl_thread_main(void *arg)
 			stop_flush(vr);
 		engine_kick_if_work(d);
 		budget_unlock(d, &budget);
+		note_slow(vr, "a pass over async events and reaping", 0, t0, budget.locked_at, budget.unlocked_at);
 		if (stop)
 			break;
 		budget_spend(&budget);

@@ -26,7 +26,8 @@
 #   heartbeat       (4) while one vRNIC's request holds the daemon's lock for
 #                   2 s (UNIRDMA_FAULT_LOCK_HOLD, as a long data transfer
 #                   would), another vRNIC's daemon_heartbeat (VM guests call
-#                   the daemon dead after 5 s without it) never stalls 500 ms
+#                   the daemon dead after 5 s without it) never stalls 500 ms,
+#                   and the daemon logs the request with where its 2 s went
 #   abandon         (11) ALLOC_PDs the tenant abandoned (resp_seq = ~seq, the
 #                   library's timeout mark) leave no PD behind
 #   lib_timeout     (11) the daemon delays ALLOC_PD past the library's timeout
@@ -251,6 +252,10 @@ case_heartbeat() {
 	check "the lock was held about 2 s" grep -qE 'answered after (19|2[0-9])[0-9][0-9] ms' "$hout"
 	check "the other vRNIC's heartbeat never stalled 500 ms ($(field "$out" heartbeat_gap_ms) ms)" \
 		test "$(field "$out" heartbeat_gap_ms)" -lt 500
+	grep 'vrnic vho: a control request' "$WORK/unirdmad.log" | sed 's/^/  | /'
+	check "the daemon logged the slow request and that its time went holding the lock" \
+		grep -qE 'vrnic vho: a control request \(op 3\) took (19|2[0-9])[0-9][0-9] ms: [0-9]+ ms waiting for the big lock, (19|2[0-9])[0-9][0-9] ms holding it' \
+		"$WORK/unirdmad.log"
 	checks_done
 }
 
