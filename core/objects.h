@@ -304,7 +304,9 @@ struct urd_vrnic {
 struct urd_daemon {
 	pthread_mutex_t lock;           /* the big lock */
 	char state_dir[384];
-	struct urd_vrnic *vrnics[URD_MAX_VRNICS];
+	struct urd_vrnic *vrnics[URD_MAX_VRNICS];       /* set with urd_vrnic_slot_set */
+	uint32_t vrnic_hi;      /* one past the highest slot in use: the per-packet and
+				 * per-pass loops stop there, not at URD_MAX_VRNICS */
 	struct vr_qp *qpn_hash[URD_QPN_BUCKETS];        /* pool.c */
 	struct vr_mcast *mcast[URD_MCAST_BUCKETS];      /* pool.c */
 	uint32_t next_qpn;
@@ -376,6 +378,16 @@ void ctx_notify(struct vr_ctx *ctx);    /* wake its event thread (CQ events, asy
 int alloc_init(struct urd_alloc *a, uint64_t base, uint64_t size);
 int alloc_get(struct urd_alloc *a, uint64_t len, uint64_t align, uint64_t *off);
 void alloc_put(struct urd_alloc *a, uint64_t off, uint64_t len);
+/* d->vrnics[slot] = vr, keeping d->vrnic_hi (big lock held). */
+static inline void urd_vrnic_slot_set(struct urd_daemon *d, uint32_t slot, struct urd_vrnic *vr)
+{
+	d->vrnics[slot] = vr;
+	if (vr && slot >= d->vrnic_hi)
+		d->vrnic_hi = slot + 1;
+	while (d->vrnic_hi && !d->vrnics[d->vrnic_hi - 1])
+		d->vrnic_hi--;
+}
+
 void alloc_fini(struct urd_alloc *a);
 const struct urd_extent *alloc_first_free(const struct urd_alloc *a);
 const struct urd_extent *alloc_next_free(const struct urd_extent *e);

@@ -476,10 +476,10 @@ int vrnic_create_ex(struct urd_daemon *d, const char *name, const char *tenant,
 		goto err_mem;
 	vrnic_default_limits(&vr->lim);
 	vr->lim.max_mem_bytes = vr->memwin.size;
-	d->vrnics[slot] = vr;
+	urd_vrnic_slot_set(d, (uint32_t)slot, vr);
 	ret = urd_vrnic_threads ? pthread_create(&vr->ctrl_thread, NULL, ctrl_thread_main, vr) : 0;
 	if (ret) {
-		d->vrnics[slot] = NULL;
+		urd_vrnic_slot_set(d, (uint32_t)slot, NULL);
 		ret = -ret;
 		goto err_mem;
 	}
@@ -605,7 +605,7 @@ static void vrnic_teardown(struct urd_daemon *d, struct urd_vrnic *vr, uint32_t 
 	underlay_addr_del(vr);
 	for (int i = 0; i < URD_MAX_VRNICS; i++)
 		if (d->vrnics[i] == vr)
-			d->vrnics[i] = NULL;
+			urd_vrnic_slot_set(d, (uint32_t)i, NULL);
 	directory_vrnic_removed(d, vr);
 	if (urd_vrnic_threads) {
 		pthread_mutex_unlock(&d->lock);

@@ -298,7 +298,7 @@ bool engine_pass(struct urd_daemon *d, uint64_t now, uint64_t *next_timer)
 	struct vr_qp *qp;
 	bool did = false;
 
-	for (int i = 0; i < URD_MAX_VRNICS; i++)
+	for (uint32_t i = 0; i < d->vrnic_hi; i++)
 		if (d->vrnics[i])
 			did |= take_doorbells(d->vrnics[i]);
 

@@ -308,7 +308,7 @@ void wire_emit(struct engine_wire *w, const struct wire_pkt_out *p)
 
 static struct urd_vrnic *local_vrnic_by_ip(struct urd_daemon *d, uint32_t ip)
 {
-	for (int i = 0; i < URD_MAX_VRNICS; i++) {
+	for (uint32_t i = 0; i < d->vrnic_hi; i++) {
 		struct urd_vrnic *vr = d->vrnics[i];
 
 		if (vr && vr->vip == ip)

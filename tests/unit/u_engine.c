@@ -137,7 +137,7 @@ static void setup(void)
 	snprintf(vr.tenant, sizeof(vr.tenant), "t");
 	vr.db = zalloc(sizeof(*vr.db));
 	vr.fd = -1;
-	dev.vrnics[0] = &vr;
+	urd_vrnic_slot_set(&dev, 0, &vr);
 	ctx.vr = &vr;
 	ctx.shm = zalloc(sizeof(*ctx.shm));
 	pd.obj.type = OBJ_PD;
