@@ -301,7 +301,7 @@ done
 # ---- report ------------------------------------------------------------------------
 kill -TERM "$QPERF_PID" 2>/dev/null
 say
-python3 - "$RES" "$HZ" <<'EOF' | tee "$OUT/summary.txt"
+python3 - "$RES" "$HZ" "$MTU" <<'EOF' | tee "$OUT/summary.txt"
 import sys
 v = {}
 for line in open(sys.argv[1]):
@@ -312,6 +312,7 @@ for line in open(sys.argv[1]):
         except ValueError:
             pass
 hz = float(sys.argv[2])
+mtu = sys.argv[3]
 def g(k):
     return v.get(k)
 def r(a, b):
@@ -319,12 +320,12 @@ def r(a, b):
 def f(x, fmt="%.1f"):
     return fmt % x if x is not None else "n/a"
 rows = []
-print("%-34s %12s %12s %12s %9s %9s" % ("WRITE bandwidth (MB/s, medians)", "unirdma", "kernel TCP", "UCX tcp", "/TCP", "/UCX"))
+print("%-34s %12s %12s %12s %9s %9s" % ("WRITE bw, MTU %s (MB/s, medians)" % mtu, "unirdma", "kernel TCP", "UCX tcp", "/TCP", "/UCX"))
 for s in (65536, 1048576):
     a, t, u = g("wbw%d.MBps" % s), g("tcp%d" % s), g("ucx%d" % s)
     print("%-34s %12s %12s %12s %9s %9s" % ("  %d KiB" % (s // 1024), f(a), f(t), f(u), f(r(a, t), "%.2fx"), f(r(a, u), "%.2fx")))
-    rows.append(("WRITE bw %d KiB vs TCP" % (s // 1024), ">= 1.0x", r(a, t), lambda x: x >= 1.0))
-    rows.append(("WRITE bw %d KiB vs UCX-tcp" % (s // 1024), ">= 1.0x", r(a, u), lambda x: x >= 1.0))
+    rows.append(("WRITE bw %d KiB vs TCP, MTU %s" % (s // 1024, mtu), ">= 1.0x", r(a, t), lambda x: x >= 1.0))
+    rows.append(("WRITE bw %d KiB vs UCX-tcp, MTU %s" % (s // 1024, mtu), ">= 1.0x", r(a, u), lambda x: x >= 1.0))
 l, ul, tl = g("lat2.us"), g("ucxlat2"), g("tcplat2")
 print("%-34s %12s %12s %12s %9s %9s" % ("2-byte latency (us, one way)", f(l, "%.2f"), f(tl, "%.2f"), f(ul, "%.2f"), f(r(l, tl), "%.2fx"), f(r(l, ul), "%.2fx")))
 rows.append(("2-byte latency vs UCX-tcp", "<= 1.0x", r(l, ul), lambda x: x <= 1.0))
@@ -346,9 +347,9 @@ for n in ("wbw65536", "wbw1048576", "mr64"):
     if b and c1 is not None:
         print("  %-12s host 1 %6.2f s/GB, host 2 %6.2f s/GB (%.2f GB moved)" % (n, c1 / hz / (b / 1e9), c2 / hz / (b / 1e9), b / 1e9))
 print()
-print("%-34s %-8s %10s  %s" % ("goal (issue 11)", "target", "measured", "met?"))
+print("%-40s %-8s %10s  %s" % ("goal (issue 11)", "target", "measured", "met?"))
 for name, tgt, x, ok in rows:
-    print("%-34s %-8s %10s  %s" % (name, tgt, f(x, "%.2fx") if x is not None else "n/a", "n/a" if x is None else ("yes" if ok(x) else "NO")))
+    print("%-40s %-8s %10s  %s" % (name, tgt, f(x, "%.2fx") if x is not None else "n/a", "n/a" if x is None else ("yes" if ok(x) else "NO")))
 EOF
 say "wire: $((SECONDS - T0)) s, failed runs: $FAILS; logs and raw figures in $OUT"
 [ "$FAILS" -eq 0 ]
