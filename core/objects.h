@@ -321,6 +321,16 @@ struct urd_daemon {
 	struct engine eng;              /* engine/engine.h: written by the engine only */
 };
 
+/* d->vrnics[slot] = vr, keeping d->vrnic_hi (big lock held). */
+static inline void urd_vrnic_slot_set(struct urd_daemon *d, uint32_t slot, struct urd_vrnic *vr)
+{
+	d->vrnics[slot] = vr;
+	if (vr && slot >= d->vrnic_hi)
+		d->vrnic_hi = slot + 1;
+	while (d->vrnic_hi && !d->vrnics[d->vrnic_hi - 1])
+		d->vrnic_hi--;
+}
+
 /* pool.c: object tables.  Big lock held for all of these. */
 /* A handle for o in ctx's table (generation << 16 | index); -ENOMEM when full. */
 int handle_new(struct vr_ctx *ctx, struct vr_obj *o, enum urd_obj_type type);
@@ -378,16 +388,6 @@ void ctx_notify(struct vr_ctx *ctx);    /* wake its event thread (CQ events, asy
 int alloc_init(struct urd_alloc *a, uint64_t base, uint64_t size);
 int alloc_get(struct urd_alloc *a, uint64_t len, uint64_t align, uint64_t *off);
 void alloc_put(struct urd_alloc *a, uint64_t off, uint64_t len);
-/* d->vrnics[slot] = vr, keeping d->vrnic_hi (big lock held). */
-static inline void urd_vrnic_slot_set(struct urd_daemon *d, uint32_t slot, struct urd_vrnic *vr)
-{
-	d->vrnics[slot] = vr;
-	if (vr && slot >= d->vrnic_hi)
-		d->vrnic_hi = slot + 1;
-	while (d->vrnic_hi && !d->vrnics[d->vrnic_hi - 1])
-		d->vrnic_hi--;
-}
-
 void alloc_fini(struct urd_alloc *a);
 const struct urd_extent *alloc_first_free(const struct urd_alloc *a);
 const struct urd_extent *alloc_next_free(const struct urd_extent *e);

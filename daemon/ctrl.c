@@ -245,13 +245,20 @@ static bool publish(struct urd_slot_hdr *s, uint32_t seq)
  * or an operator sees can be traced to the daemon or ruled out. */
 #define SLOW_NS (500ull * 1000 * 1000)
 
-static void note_slow(const struct urd_vrnic *vr, const char *what, uint32_t op, uint64_t t0, uint64_t locked,
-		      uint64_t unlocked)
+#define NO_OP UINT32_MAX  /* note_slow: not a request, the thread's own pass */
+
+static void note_slow(const struct urd_vrnic *vr, uint32_t op, uint64_t t0, uint64_t locked, uint64_t unlocked)
 {
+	char what[48];
+
 	if (unlocked - t0 < SLOW_NS)
 		return;
-	log_warn("vrnic %s: %s (op %u) took %llu ms: %llu ms waiting for the big lock, %llu ms holding it",
-		 vr->name, what, op, (unsigned long long)((unlocked - t0) / 1000000),
+	if (op == NO_OP)
+		snprintf(what, sizeof(what), "a pass over async events and reaping");
+	else
+		snprintf(what, sizeof(what), "a control request (op %u)", op);
+	log_warn("vrnic %s: %s took %llu ms: %llu ms waiting for the big lock, %llu ms holding it",
+		 vr->name, what, (unsigned long long)((unlocked - t0) / 1000000),
 		 (unsigned long long)((locked - t0) / 1000000), (unsigned long long)((unlocked - locked) / 1000000));
 }
 
@@ -306,7 +313,7 @@ static int serve_slot(struct urd_vrnic *vr, uint32_t slot, uint32_t seq, uint64_
 	}
 	engine_kick_if_work(vr->d);     /* a modify or a death gave the engine work */
 	budget_unlock(vr->d, budget);
-	note_slow(vr, "a control request", op, t0, budget->locked_at, budget->unlocked_at);
+	note_slow(vr, op, t0, budget->locked_at, budget->unlocked_at);
 	mr_prep_free(prep);
 	if (!vr->vm)
 		urd_futex_wake_all(&s->resp_seq);
@@ -363,7 +370,7 @@ void *ctrl_thread_main(void *arg)
 			stop_flush(vr);
 		engine_kick_if_work(d);
 		budget_unlock(d, &budget);
-		note_slow(vr, "a pass over async events and reaping", 0, t0, budget.locked_at, budget.unlocked_at);
+		note_slow(vr, NO_OP, t0, budget.locked_at, budget.unlocked_at);
 		if (stop)
 			break;
 		budget_spend(&budget);

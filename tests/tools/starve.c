@@ -23,7 +23,9 @@
  *       WRITEs (so that the engine goes to sleep before each; its wake-up is
  *       measured); -n stops after COUNT WRITEs.  Prints
  *       "writes=N write_max_us=X ctrl_ops=M ctrl_max_us=Y ctrl_slow=K
- *       errors=E", K the control calls that took --slow-ms (100) or more.
+ *       errors=E ctrl_max_at_ns=T", K the control calls that took
+ *       --slow-ms (100) or more, T when the slowest began (CLOCK_MONOTONIC,
+ *       as tests/tools/stallwatch prints its stalls).
  * Exit code 0, or 1 on any error (a verb failed, data wrong); 77 no device.
  */
 #ifndef _GNU_SOURCE
@@ -376,14 +378,16 @@ static int cmp_u64(const void *a, const void *b)
 
 	return x < y ? -1 : x > y;
 }
-static uint64_t ctrl_ops, ctrl_max_ns, ctrl_errors, ctrl_slow;
+static uint64_t ctrl_ops, ctrl_max_ns, ctrl_max_at, ctrl_errors, ctrl_slow;
 
 static void ctrl_call_end(uint64_t t0, bool ok)
 {
 	uint64_t dt = now_ns() - t0;
 
-	if (dt > ctrl_max_ns)
+	if (dt > ctrl_max_ns) {
 		ctrl_max_ns = dt;
+		ctrl_max_at = t0;
+	}
 	if (dt >= (uint64_t)opt.slow_ms * 1000000)
 		ctrl_slow++;
 	ctrl_ops++;
@@ -499,10 +503,12 @@ static int victim(void)
 		printf("write_us: p50 %llu p99 %llu p99.9 %llu\n", (unsigned long long)lat_us[k / 2],
 		       (unsigned long long)lat_us[k * 99 / 100], (unsigned long long)lat_us[k * 999 / 1000]);
 	}
-	printf("writes=%llu write_max_us=%llu ctrl_ops=%llu ctrl_max_us=%llu ctrl_slow=%llu errors=%llu\n",
+	printf("writes=%llu write_max_us=%llu ctrl_ops=%llu ctrl_max_us=%llu ctrl_slow=%llu errors=%llu "
+	       "ctrl_max_at_ns=%llu\n",
 	       (unsigned long long)writes, (unsigned long long)(max_ns / 1000),
 	       (unsigned long long)ctrl_ops, (unsigned long long)(ctrl_max_ns / 1000),
-	       (unsigned long long)ctrl_slow, (unsigned long long)(bad + ctrl_errors));
+	       (unsigned long long)ctrl_slow, (unsigned long long)(bad + ctrl_errors),
+	       (unsigned long long)ctrl_max_at);
 	fflush(stdout);
 	return bad || ctrl_errors ? 1 : 0;
 }
