@@ -227,25 +227,42 @@ int net_tenant_bridge(const char *state_dir, const char *tenant, char *nsname, s
 /* The inode of the initial PID namespace (PROC_PID_INIT_INO in the kernel). */
 #define INIT_PIDNS_INO 0xEFFFFFFCu
 
-/* Whether some process is in the network namespace whose nsfs inode is ino. */
-static bool netns_has_process(unsigned long long ino)
+/* The nsfs inodes of every process's network namespace, read once from
+ * /proc into *out (malloc'd; *out NULL and 0 when /proc cannot be read). */
+static size_t live_netns(unsigned long long **out)
 {
 	char path[NAME_MAX + 16];
+	unsigned long long *inos = NULL;
+	size_t n = 0, cap = 0;
 	struct dirent *de;
 	struct stat st;
-	bool found = false;
 	DIR *d = opendir("/proc");
 
+	*out = NULL;
 	if (!d)
-		return true; /* cannot tell: keep the port */
-	while (!found && (de = readdir(d))) {
+		return 0;
+	while ((de = readdir(d))) {
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
-		found = !stat(path, &st) && (unsigned long long)st.st_ino == ino;
+		if (stat(path, &st))
+			continue;
+		if (n == cap) {
+			unsigned long long *more = realloc(inos, (cap ? cap * 2 : 256) * sizeof(*inos));
+
+			if (!more) {
+				free(inos);
+				closedir(d);
+				return 0;
+			}
+			inos = more;
+			cap = cap ? cap * 2 : 256;
+		}
+		inos[n++] = (unsigned long long)st.st_ino;
 	}
 	closedir(d);
-	return found;
+	*out = inos;
+	return n;
 }
 
 /* In a child in the bridge namespace ns: removes each port ux<inode><ifname>
@@ -269,6 +286,8 @@ static void reap_stale_ports(const char *ns)
 		return;
 	if (child == 0) {
 		struct if_nameindex *ifs, *i;
+		unsigned long long *live;
+		size_t nlive;
 		int fd;
 
 		snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", ns);
@@ -278,19 +297,26 @@ static void reap_stale_ports(const char *ns)
 		ifs = if_nameindex();
 		if (!ifs)
 			_exit(1);
+		nlive = live_netns(&live);
+		if (!live)
+			_exit(1);       /* cannot tell: keep every port */
 		for (i = ifs; i->if_index; i++) {
 			unsigned long long ino;
 			char *end;
+			size_t k;
 
 			if (strncmp(i->if_name, "ux", 2) || strlen(i->if_name) < 10)
 				continue;
 			memcpy(path, i->if_name + 2, 8);
 			path[8] = '\0';
 			ino = strtoull(path, &end, 16);
-			if (*end || netns_has_process(ino))
+			for (k = 0; k < nlive && live[k] != ino; k++)
+				;
+			if (*end || k < nlive)
 				continue;
 			IP(PROC_QUIET_STDERR, "link", "del", i->if_name);
 		}
+		free(live);
 		if_freenameindex(ifs);
 		_exit(0);
 	}
