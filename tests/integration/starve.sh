@@ -16,9 +16,9 @@
 #   most (none over 10x, unless a CPU stood still for half of it: the
 #   host did not run that vCPU, tests/tools/stallwatch; a run whose only
 #   fault is its control calls, when neither a stall nor the daemon's log
-#   explains them, is run once more, and the second run counts). The operator's `unirdma vrnic list`
-#   (four of five tries; none over 10 s) and then `unirdma vrnic delete va`
-#   must each take under 2 s.
+#   explains them, is run once more, and the second run counts). The
+#   operator's `unirdma vrnic list` (four of five tries; none over 10 s)
+#   and then `unirdma vrnic delete va` must each take under 2 s.
 #   idle_128      128 vRNICs (URD_MAX_VRNICS), idle: the engine thread must
 #                 sleep (under 5% of a core over 3 s; futex_waitv takes 128
 #                 words at most, and the engine used to spin when it needed
@@ -57,6 +57,9 @@ timed_ms() {
 	printf -v "$__var" '%d' $(($(now_ms) - t0))
 	return $rc
 }
+
+# How the daemon logs a control step of 500 ms or more (ctrl.c, note_slow).
+SLOW_STEP=' took [0-9]* ms: '
 
 # field NAME FILE: the value of NAME=VALUE in the victim's summary line.
 field() { grep -o "$1=[0-9]*" "$2" | tail -n 1 | cut -d= -f2; }
@@ -150,7 +153,7 @@ case_attack() {
 	# attack goes on and that run is judged: a starved control path is
 	# slow again.
 	if [ "$vrc" = 0 ] && [ "${wmax:-999999999}" -lt $((MAX_MS * 1000)) ] && ! ctrl_ok &&
-		! grep -q ' took [0-9]* ms: ' "$WORK/unirdmad.log" && kill -0 "$apid" 2>/dev/null; then
+		! grep -q "$SLOW_STEP" "$WORK/unirdmad.log" && kill -0 "$apid" 2>/dev/null; then
 		say "  control calls: ${cslow} of ${cops} took $MAX_MS ms or more (worst ${cmax} us), no CPU stall covered them and the daemon logged no slow step: the victim runs again"
 		victim_start
 		victim_end
@@ -180,8 +183,8 @@ case_attack() {
 	# the daemon logs each control step over 500 ms with where its time
 	# went (ctrl.c, note_slow): none here means a slow call was not the
 	# daemon serving it
-	say "  the daemon's control steps over 500 ms: $(grep -c ' took [0-9]* ms: ' "$WORK/unirdmad.log")"
-	grep ' took [0-9]* ms: ' "$WORK/unirdmad.log" | tail -n 5 | sed 's/^/  | /'
+	say "  the daemon's control steps over 500 ms: $(grep -c "$SLOW_STEP" "$WORK/unirdmad.log")"
+	grep "$SLOW_STEP" "$WORK/unirdmad.log" | tail -n 5 | sed 's/^/  | /'
 	# One slow list of five is the shared machine stalling this process (a
 	# clean-clone ASan run saw 3.7 s once while the victim's control verbs,
 	# served by the same daemon, took at most 6 ms); a starved operator is
