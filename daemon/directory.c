@@ -134,6 +134,7 @@ static struct {
 	uint64_t sessions, skipped;
 	/* the watch of the current session */
 	bool watch_running, watch_stop;
+	CURLM *watch_multi;             /* the watch's transfer, to wake it for a stop */
 	int64_t watch_from;
 	/* the directory as read; pubs */
 	struct dent *ents;
@@ -1295,6 +1296,51 @@ static int watch_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, cu
 	return stop;
 }
 
+/* The watch's transfer, run on a multi handle so that a stop wakes it at once
+ * (curl_multi_wakeup in watch_wake); an easy perform would only look at the
+ * progress callback about once a second, and every stop or new session of
+ * the daemon would wait for that. */
+static CURLcode watch_run(CURL *c)
+{
+	CURLM *m = curl_multi_init();
+	CURLcode rc = CURLE_OUT_OF_MEMORY;
+	CURLMsg *msg;
+	int running = 1, left;
+
+	if (!m || curl_multi_add_handle(m, c) != CURLM_OK) {
+		if (m)
+			curl_multi_cleanup(m);
+		return rc;
+	}
+	pthread_mutex_lock(&dir.mu);
+	dir.watch_multi = m;
+	pthread_mutex_unlock(&dir.mu);
+	rc = CURLE_ABORTED_BY_CALLBACK;
+	while (running && !watch_progress(NULL, 0, 0, 0, 0)) {
+		if (curl_multi_perform(m, &running) != CURLM_OK ||
+		    (running && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK)) {
+			rc = CURLE_RECV_ERROR;
+			break;
+		}
+	}
+	while ((msg = curl_multi_info_read(m, &left)))
+		if (msg->msg == CURLMSG_DONE)
+			rc = msg->data.result;
+	pthread_mutex_lock(&dir.mu);
+	dir.watch_multi = NULL;
+	pthread_mutex_unlock(&dir.mu);
+	curl_multi_remove_handle(m, c);
+	curl_multi_cleanup(m);
+	return rc;
+}
+
+/* Under dir.mu, after setting stop or watch_stop. */
+static void watch_wake(void)
+{
+	if (dir.watch_multi)
+		curl_multi_wakeup(dir.watch_multi);
+}
+
 static void *watch_main(void *arg)
 {
 	struct watch_ctx w = { .tok = json_tokener_new() };
@@ -1320,7 +1366,7 @@ static void *watch_main(void *arg)
 		curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
 		curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 2L);
 		curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 1L);
-		rc = curl_easy_perform(c);
+		rc = watch_run(c);
 	}
 	pthread_mutex_lock(&dir.mu);
 	if (!dir.watch_stop && !dir.stop && !w.bad)
@@ -1535,6 +1581,7 @@ static void watch_stop_join(void)
 {
 	pthread_mutex_lock(&dir.mu);
 	dir.watch_stop = true;
+	watch_wake();
 	pthread_mutex_unlock(&dir.mu);
 	pthread_join(dir.watcher, NULL);
 }
@@ -1773,6 +1820,7 @@ void directory_stop(struct urd_daemon *d)
 		return;
 	pthread_mutex_lock(&dir.mu);
 	dir.stop = true;
+	watch_wake();
 	pthread_cond_broadcast(&dir.cv);
 	pthread_mutex_unlock(&dir.mu);
 	pthread_join(dir.thread, NULL);

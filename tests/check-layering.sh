@@ -39,31 +39,44 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
-# an object of a source that still exists (a build keeps those of removed files)
-current() { [ -f "$2" ] && [ -f "$top/$1/$(basename "$2" .o).c" ]; }
+# objects PART DIR...: the objects in DIRs of sources of PART that still
+# exist (a build keeps those of removed files)
+objects() {
+	local part=$1 d o
+	shift
+	for d in "$@"; do
+		for o in "$d"/*.o; do
+			[ -f "$o" ] && [ -f "$top/$part/$(basename "$o" .o).c" ] && echo "$o"
+		done
+	done
+}
+# nm_parts NM-OPTION OBJECT...: "source symbol" for each symbol nm lists
+# (one nm for all the objects: a process start per object made this check
+# take ~10 s); the source is PART/NAME.c of the object PATH/PART/NAME.o.
+nm_parts() {
+	local opt=$1
+	shift
+	[ $# -gt 0 ] || return 0
+	nm -A "$opt" "$@" | awk -v want="$opt" '{
+		f = $1; sub(/:.*/, "", f); n = split(f, p, "/")
+		src = p[n - 1] "/" substr(p[n], 1, length(p[n]) - 2) ".c"
+		if (want == "--defined-only") { if ($(NF - 1) ~ /^[TDBR]$/) print $NF, src }
+		else print src, $NF
+	}'
+}
 
 # defined functions and data of each part: "symbol file"
-for part in common core engine daemon; do
-	for o in "$build/obj/$part"/*.o; do
-		current "$part" "$o" || continue
-		nm --defined-only "$o" | awk -v f="$part/$(basename "$o" .o).c" \
-			'$2 ~ /^[TDBR]$/ { print $3, f }'
-	done
-done | LC_ALL=C sort >"$tmp/defs"
-for o in "$build"/pic/lib/*.o; do
-	current lib "$o" || continue
-	nm --defined-only "$o" | awk -v f="lib/$(basename "$o" .o).c" '$2 ~ /^[TDBR]$/ { print $3, f }'
-done | LC_ALL=C sort >"$tmp/libdefs"
+nm_parts --defined-only $(objects common "$build/obj/common") $(objects core "$build/obj/core") \
+	$(objects engine "$build/obj/engine") $(objects daemon "$build/obj/daemon") | LC_ALL=C sort >"$tmp/defs"
+nm_parts --defined-only $(objects lib "$build/pic/lib") | LC_ALL=C sort >"$tmp/libdefs"
 
 # calls of one part's objects: "caller-file symbol defining-file"
 calls() {
-	local part=$1 defs=$2 o
-	for o in "$build/obj/$part"/*.o "$build/pic/$part"/*.o; do
-		current "$part" "$o" || continue
-		nm --undefined-only "$o" | awk '{ print $2 }' | LC_ALL=C sort -u |
-			LC_ALL=C join -o 0,2.2 - "$defs" |
-			awk -v f="$part/$(basename "$o" .o).c" '{ print f, $1, $2 }'
-	done
+	local part=$1 defs=$2
+	nm_parts --undefined-only $(objects "$part" "$build/obj/$part" "$build/pic/$part") |
+		awk 'NR == FNR { def[$1] = $2; next }
+		     ($2 in def) && !seen[$1 " " $2]++ { print $1, $2, def[$2] }' "$defs" - |
+		LC_ALL=C sort -k1,1 -k2,2
 }
 
 calls engine "$tmp/defs" >"$tmp/engine"
@@ -71,11 +84,12 @@ calls core "$tmp/defs" >"$tmp/core"
 [ -s "$tmp/engine" ] || fail "the engine's objects call nothing of ours: is $build complete?"
 
 # engine -> daemon: never; engine -> core: only the listed services
+may=" $(echo $ENGINE_MAY_CALL) "
 while read -r from sym def; do
 	case $def in
 	daemon/*) fail "$from uses $sym of the control plane ($def)" ;;
 	core/*)
-		case " $(echo $ENGINE_MAY_CALL) " in
+		case $may in
 		*" $sym "*) ;;
 		*) fail "$from calls $sym() ($def), not a listed engine service" ;;
 		esac ;;
@@ -91,14 +105,9 @@ done <"$tmp/core"
 
 # lib -> anything of the daemon's: never (it is linked alone; a shared name
 # would be a copy drifting from the other)
-for o in "$build"/pic/lib/*.o; do
-	current lib "$o" || continue
-	nm --undefined-only "$o" | awk '{ print $2 }' | LC_ALL=C sort -u |
-		LC_ALL=C join - <(awk '$2 !~ /^common\// { print $1 }' "$tmp/defs" | LC_ALL=C sort -u) |
-		while read -r sym; do
-			echo "lib/$(basename "$o" .o).c $sym"
-		done
-done >"$tmp/lib"
+nm_parts --undefined-only $(objects lib "$build/pic/lib") |
+	awk 'NR == FNR { if ($2 !~ /^common\//) daemon[$1] = 1; next }
+	     ($2 in daemon) && !seen[$1 " " $2]++ { print $1, $2 }' "$tmp/defs" - >"$tmp/lib"
 while read -r from sym; do
 	fail "$from uses $sym, a name the daemon defines"
 done <"$tmp/lib"
@@ -106,11 +115,10 @@ done <"$tmp/lib"
 # globals: the engine keeps its state in struct engine / engine_vrnic /
 # engine_qp, reached through the objects it is given, never in a writable
 # global (read-only tables are fine: .rodata, .data.rel.ro)
-for o in "$build"/obj/engine/*.o; do
-	current engine "$o" || continue
-	objdump -t "$o" | awk -v f="engine/$(basename "$o" .o).c" \
-		'$3 == "O" && ($4 ~ /^\.(data|bss)(\.|$)/ && $4 !~ /^\.data\.rel\.ro/) { print f, $NF, $4 }'
-done >"$tmp/globals"
+objs=$(objects engine "$build/obj/engine")
+[ -z "$objs" ] || objdump -t $objs | awk '
+	/file format/ { f = $1; sub(/:$/, "", f); n = split(f, p, "/"); f = "engine/" substr(p[n], 1, length(p[n]) - 2) ".c"; next }
+	$3 == "O" && ($4 ~ /^\.(data|bss)(\.|$)/ && $4 !~ /^\.data\.rel\.ro/) { print f, $NF, $4 }' >"$tmp/globals"
 while read -r from sym sec; do
 	fail "$from keeps state in the writable global $sym ($sec)"
 done <"$tmp/globals"

@@ -574,6 +574,17 @@ wire_linkdown() {
 		mh_link 2 down
 		sleep "$secs"
 		mh_link 2 up
+		# The side that gave up has said so (it did ~0.5 s into the
+		# outage); the other waits for a message that will never come, so
+		# its container is ended now rather than at its 10 s cut.
+		local side
+		for side in server client; do
+			if grep -Eqs 'transport retry counter exceeded|status 12' "$WORK/pair$n.$side.out"; then
+				[ $side = server ] && side=pid.client || side=pid
+				kill -KILL "$(cat "$WORK/pair$n.$side" 2>/dev/null)" 2>/dev/null
+				break
+			fi
+		done
 	fi
 	wait "$cpid"
 	local rc=$?
