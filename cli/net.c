@@ -100,12 +100,31 @@ static const char *ip_path(void)
  * file is in the daemon's state directory (root's): in /run/lock or /tmp any
  * user could plant a symlink there for root to create a file through, or
  * hold the lock forever. A holder that does not let go within
- * NET_LOCK_TIMEOUT_MS is reported, not waited for. */
+ * UNIRDMA_NET_LOCK_TIMEOUT_MS (default 10 s, 1 ms to 10 min) is reported,
+ * not waited for. */
 #define NET_LOCK_TIMEOUT_MS 10000
+static int net_lock_timeout_ms(void)
+{
+	const char *env = getenv("UNIRDMA_NET_LOCK_TIMEOUT_MS");
+	char *end;
+	long v;
+
+	if (!env || !*env)
+		return NET_LOCK_TIMEOUT_MS;
+	errno = 0;
+	v = strtol(env, &end, 10);
+	if (errno || *end || v < 1 || v > 600000) {
+		cli_err("UNIRDMA_NET_LOCK_TIMEOUT_MS=%s is not 1..600000: waiting %d ms",
+			env, NET_LOCK_TIMEOUT_MS);
+		return NET_LOCK_TIMEOUT_MS;
+	}
+	return (int)v;
+}
+
 static int net_lock(void)
 {
 	char path[PATH_MAX];
-	int fd;
+	int fd, timeout_ms = net_lock_timeout_ms();
 
 	if (snprintf(path, sizeof(path), "%s/net.lock", cli_state_dir_resolved()) >=
 	    (int)sizeof(path))
@@ -129,9 +148,9 @@ static int net_lock(void)
 			close(fd);
 			return err;
 		}
-		if (waited >= NET_LOCK_TIMEOUT_MS) {
-			cli_err("network lock %s: still held by another process after %d s, giving up",
-				path, NET_LOCK_TIMEOUT_MS / 1000);
+		if (waited >= timeout_ms) {
+			cli_err("network lock %s: still held by another process after %d ms, giving up",
+				path, waited);
 			close(fd);
 			return -ETIMEDOUT;
 		}
