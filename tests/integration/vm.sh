@@ -10,20 +10,22 @@
 # .3), ca (container, .2), cb (container, .4), subnet 10.77.N.0/24.
 #
 #   attach            vm-args; the guest finds the vRNIC by its PCI device
-#   rc_pingpong       ibv_rc_pingpong -c: server in a guest, client in a container
+#   guest_serves_verbs  one guest serves, in turn, to a container's clients:
+#                     ibv_rc_pingpong -c, ib_write_bw and ib_send_bw (perftest)
+#   guest_serves_tools  the same with urd_vmtool's checks, data checked both ways:
+#                     opcodes  every opcode
+#                     uc       SEND and WRITE over UC QPs
+#                     mw       memory windows: type 2 bind, WRITE and READ
+#                              through the window, SEND_WITH_INV, rebind,
+#                              LOCAL_INV, a WRITE through the dead key refused
+#                     mcast    UD multicast: guest and container QPs join
+#                              ::ffff:239.1.2.3, each one's SENDs reach both
+#                              (GRH, payload, src_qp checked); after the
+#                              container's detach, the guest's SEND reaches the
+#                              guest alone
 #   rc_pingpong_events  ibv_rc_pingpong -e -c: server in a container, client in a guest
-#   ib_write_bw ib_send_bw   perftest, server in a guest
 #   ib_read_lat ib_atomic_bw perftest, client in a guest
-#   opcodes_vm_container     every opcode both ways, data checked (urd_vmtool)
-#   opcodes_vm_vm            the same between two guests
-#   uc_vm_container          SEND and WRITE over UC QPs both ways, data checked
-#   mw_vm_container          memory windows both ways: type 2 bind, WRITE and READ
-#                            through the window, SEND_WITH_INV, rebind, LOCAL_INV,
-#                            a WRITE through the dead key refused
-#   mcast_vm_container       UD multicast both ways: guest and container QPs join
-#                            ::ffff:239.1.2.3, each one's SENDs reach both (GRH,
-#                            payload, src_qp checked); after the container's
-#                            detach, the guest's SEND reaches the guest alone
+#   opcodes_vm_vm            every opcode between two guests
 #   verbs_in_guest           t_resize_cq, t_rereg and t_mw run inside a guest
 #   ram_above_4g      a 4 GiB guest: MRs in RAM above the PCI hole (GPA >= 4 GiB)
 #   big_mr            an MR of 8192 scattered guest frames (segment table in guest RAM)
@@ -110,12 +112,6 @@ UNIRDMA_DEBUG=1 ibv_devinfo -v 2>&1 | grep -E 'unirdma|hca_id|GID|max_mr_size|st
 	checks_result
 }
 
-case_rc_pingpong() {
-	vm_serves "$VM_A" "ibv_rc_pingpong -g 0 -n 200 -c" "$VR_A" "ibv_rc_pingpong -g 0 -n 200 -c $IPV_A" || return 1
-	check "the container's client finished 200 iterations" grep -q "200 iters" "$PAIR_CLIENT_OUT"
-	check "so did the guest's server" grep -q "200 iters" "${VM_DIR[s]}/console"
-	checks_result
-}
 
 case_rc_pingpong_events() {
 	container_serves "$VR_A" "ibv_rc_pingpong -g 0 -n 100 -e -c" \
@@ -141,15 +137,6 @@ results_ok() {
 # op_bytes VRNIC rx|tx OPCODE: bytes of OPCODE the vRNIC served / sent.
 op_bytes() { jq_vrnic "$1" "v['counters']['by_opcode']['$3']['$2_bytes']"; }
 
-perf_vm_server() {
-	local prog=$1 kind=$2 op=$3 dir=$4
-	shift 4
-	vm_serves "$VM_A" "$prog -F $*" "$VR_A" "$prog -F $* $IPV_A" || return 1
-	check "the container's client reports non-zero figures" results_ok "$PAIR_CLIENT_OUT" "$kind"
-	check "the guest's vRNIC $dir $op bytes ($(op_bytes "$VM_A" "$dir" "$op"))" test "$(op_bytes "$VM_A" "$dir" "$op")" -gt 0
-	checks_result
-}
-
 perf_vm_client() {
 	local prog=$1 kind=$2 op=$3 dir=$4
 	shift 4
@@ -159,31 +146,54 @@ perf_vm_client() {
 	checks_result
 }
 
-case_opcodes_vm_container() {
-	vm_serves "$VM_A" "urd_vmtool opcodes" "$VR_A" "$BUILD/vm/urd_vmtool opcodes $IPV_A" || return 1
-	check "every check passed in the container" grep -q "PASSED" "$PAIR_CLIENT_OUT"
-	check "every check passed in the guest" grep -q "PASSED" "${VM_DIR[s]}/console"
+# part_has K TEXT: the guest's console for vm_serves_each's server K has TEXT.
+part_has() { vm_part s "$1" | grep -qF -- "$2"; }
+
+# guest_serves_verbs: one guest serves ibv_rc_pingpong -c, ib_write_bw and
+# ib_send_bw in turn; the container's clients.  The guest's vRNIC's
+# counters are read after each, so each program's bytes are its own.
+WRITE_RX0=0 SEND_RX0=0
+serves_verbs_hook() {
+	case $1 in
+	0) WRITE_RX0=$(op_bytes "$VM_A" rx rdma_write) SEND_RX0=$(op_bytes "$VM_A" rx send) ;;
+	1) WRITE_RX1=$(op_bytes "$VM_A" rx rdma_write) ;;
+	2) SEND_RX2=$(op_bytes "$VM_A" rx send) ;;
+	esac
+}
+case_guest_serves_verbs() {
+	WRITE_RX1=0 SEND_RX2=0
+	VM_EACH_HOOK=serves_verbs_hook vm_serves_each "$VM_A" "$VR_A" \
+		"ibv_rc_pingpong -g 0 -n 200 -c" "ibv_rc_pingpong -g 0 -n 200 -c $IPV_A" \
+		"ib_write_bw -F -n 1000" "ib_write_bw -F -n 1000 $IPV_A" \
+		"ib_send_bw -F -n 1000" "ib_send_bw -F -n 1000 $IPV_A"
+	check "the guest served all three" test $? = 0
+	check "ibv_rc_pingpong: the container's client finished 200 iterations" grep -q "200 iters" "$WORK/client0.out"
+	check "so did the guest's server" part_has 0 "200 iters"
+	check "ib_write_bw: the container's client reports non-zero figures" results_ok "$WORK/client1.out" bw
+	check "the guest's vRNIC received its RDMA WRITEs ($((WRITE_RX1 - WRITE_RX0)) bytes)" \
+		test $((WRITE_RX1 - WRITE_RX0)) -gt 0
+	check "ib_send_bw: the container's client reports non-zero figures" results_ok "$WORK/client2.out" bw
+	check "the guest's vRNIC received its SENDs ($((SEND_RX2 - SEND_RX0)) bytes)" \
+		test $((SEND_RX2 - SEND_RX0)) -ge $((1000 * 65536))
 	checks_result
 }
 
-case_uc_vm_container() {
-	vm_serves "$VM_A" "urd_vmtool uc" "$VR_A" "$BUILD/vm/urd_vmtool uc $IPV_A" || return 1
-	check "every check passed in the container" grep -q "PASSED" "$PAIR_CLIENT_OUT"
-	check "every check passed in the guest" grep -q "PASSED" "${VM_DIR[s]}/console"
-	checks_result
-}
-
-case_mw_vm_container() {
-	vm_serves "$VM_A" "urd_vmtool mw" "$VR_A" "$BUILD/vm/urd_vmtool mw $IPV_A" || return 1
-	check "every check passed in the container" grep -q "PASSED" "$PAIR_CLIENT_OUT"
-	check "every check passed in the guest" grep -q "PASSED" "${VM_DIR[s]}/console"
-	checks_result
-}
-
-case_mcast_vm_container() {
-	vm_serves "$VM_A" "urd_vmtool mcast" "$VR_A" "$BUILD/vm/urd_vmtool mcast $IPV_A" || return 1
-	check "every check passed in the container" grep -q "PASSED" "$PAIR_CLIENT_OUT"
-	check "every check passed in the guest" grep -q "PASSED" "${VM_DIR[s]}/console"
+# guest_serves_tools: urd_vmtool opcodes, uc, mw and mcast, each checking
+# its data on both sides, served in turn by one guest.
+case_guest_serves_tools() {
+	local k t
+	vm_serves_each "$VM_A" "$VR_A" \
+		"urd_vmtool opcodes" "$BUILD/vm/urd_vmtool opcodes $IPV_A" \
+		"urd_vmtool uc" "$BUILD/vm/urd_vmtool uc $IPV_A" \
+		"urd_vmtool mw" "$BUILD/vm/urd_vmtool mw $IPV_A" \
+		"urd_vmtool mcast" "$BUILD/vm/urd_vmtool mcast $IPV_A"
+	check "the guest served all four" test $? = 0
+	k=0
+	for t in opcodes uc mw mcast; do
+		check "$t: every check passed in the container" grep -q "PASSED" "$WORK/client$k.out"
+		check "$t: every check passed in the guest" part_has "$k" PASSED
+		k=$((k + 1))
+	done
 	checks_result
 }
 
@@ -340,17 +350,12 @@ case_hostile() {
 }
 
 add_case attach case_attach
-add_case rc_pingpong case_rc_pingpong
+add_case guest_serves_verbs case_guest_serves_verbs
+add_case guest_serves_tools case_guest_serves_tools
 add_case rc_pingpong_events case_rc_pingpong_events
-add_case ib_write_bw perf_vm_server ib_write_bw bw rdma_write rx -n 1000
-add_case ib_send_bw perf_vm_server ib_send_bw bw send rx -n 1000
 add_case ib_read_lat perf_vm_client ib_read_lat lat rdma_read tx -n 200
 add_case ib_atomic_bw perf_vm_client ib_atomic_bw bw atomic_fetch_add tx -n 1000
-add_case opcodes_vm_container case_opcodes_vm_container
 add_case opcodes_vm_vm case_opcodes_vm_vm
-add_case uc_vm_container case_uc_vm_container
-add_case mw_vm_container case_mw_vm_container
-add_case mcast_vm_container case_mcast_vm_container
 add_case verbs_in_guest case_verbs_in_guest
 add_case big_mr case_big_mr
 add_case ram_above_4g case_ram_above_4g

@@ -282,8 +282,8 @@ add_case hostile hostile
 
 # A QEMU guest on host 1 (VM vRNIC h1v3, the guest reaches its vRNIC through
 # ivshmem) and a container on host 2: every opcode both ways, data checked
-# (urd_vmtool, as vm.sh's opcodes_vm_container), over RoCEv2.  MODE uc: over
-# UC QPs (SEND and WRITE; passed by hand, not in the suite: vm:uc_vm_container
+# (urd_vmtool, as vm.sh's guest_serves_tools), over RoCEv2.  MODE uc: over
+# UC QPs (SEND and WRITE; passed by hand, not in the suite: vm:guest_serves_tools
 # and t_uc here cover its parts).
 vm_container() {
 	local crc src mode=${1:-opcodes}

@@ -20,6 +20,8 @@
 #                              console; return the code of /urd/run.sh
 #   vm_kill NAME               SIGKILL the guest's QEMU
 #   vm_serves / container_serves   a server and a client across the boundary
+#   vm_serves_each             several servers in one guest, a container's
+#                              client for each
 
 VM_QEMU=${UNIRDMA_QEMU:-qemu-system-x86_64}
 VM_APPEND="console=ttyS0 quiet panic=-1 tsc=reliable mitigations=off transparent_hugepage=never"
@@ -151,6 +153,76 @@ urd_serve 18515 $scmd"
 	[ "$crc" = 0 ] || { say "the client in the container failed ($crc)"; return 1; }
 	[ "$src" = 0 ] || { say "the server in the guest failed ($src)"; return 1; }
 	return 0
+}
+
+# vm_serves_each VM_VRNIC C_VRNIC "GUEST SERVER" "CONTAINER CLIENT" ...:
+# one guest on VM_VRNIC runs each pair's server in turn (TCP 18515), and for
+# each, a container of C_VRNIC runs the client against it: several programs
+# on one boot (a boot is ~4 s of TCG).  Pair K's client output is
+# $WORK/client$K.out, its server's console lines `vm_part s K`.  When
+# VM_EACH_HOOK names a function, it is called as HOOK K after pair K.  A
+# failed pair ends the guest and the run there: its server may be waiting.
+vm_serves_each() {
+	local vr=$1 cvr=$2 script n=0 k crc r
+	shift 2
+	[ $(($# % 2)) = 0 ] || die "vm_serves_each: pairs of server and client"
+	script=". /etc/urd-lib.sh"$'\n'"rc=0"$'\n'
+	for ((k = 1; k <= $#; k += 2)); do
+		script+="echo URD-BEGIN $n; urd_serve 18515 ${!k}; r=\$?; echo \"URD-SERVER-EXIT $n \$r\"; [ \$r -eq 0 ] || rc=\$r"$'\n'
+		n=$((n + 1))
+	done
+	script+='exit $rc'
+	vm_boot s "$vr" "$script"
+	for ((k = 0; k < n; k++)); do
+		# the guest boots before its first server: 100 s; 60 s for the others
+		if ! vm_wait_count s URD-LISTENING $((k + 1)) "$([ $k = 0 ] && echo 100 || echo 60)"; then
+			vm_finish s 5
+			return 1
+		fi
+		local c=$((2 * k + 2))
+		PAIR_CLIENT_OUT=$WORK/client$k.out
+		say "+ client $k in container $cvr: ${!c}"
+		# shellcheck disable=SC2086
+		timeout -k 5 "$CLIENT_TIMEOUT" "$UNIRDMA" exec "$cvr" -- $LINEBUF ${!c} >"$PAIR_CLIENT_OUT" 2>&1 &
+		SERVER_PIDS+=("$!")
+		wait "$!"
+		crc=$?
+		say "--- client $k's output (exit code $crc) ---"
+		sed 's/^/  | /' "$PAIR_CLIENT_OUT"
+		r=
+		if vm_wait_count s "URD-SERVER-EXIT $k " 1 "$([ "$crc" = 0 ] && echo "$SERVER_TIMEOUT" || echo 5)"; then
+			r=$(tr -d '\r' <"${VM_DIR[s]}/console" | sed -n "s/^URD-SERVER-EXIT $k \([0-9]*\)$/\1/p")
+		fi
+		if [ "$crc" != 0 ] || [ "${r:-x}" != 0 ]; then
+			say "pair $k failed: the container's client $crc, the guest's server ${r:-did not end}"
+			vm_finish s 5
+			return 1
+		fi
+		[ -z "${VM_EACH_HOOK:-}" ] || "$VM_EACH_HOOK" "$k"
+	done
+	vm_finish s "$SERVER_TIMEOUT"
+}
+
+# vm_wait_count NAME TEXT N SECONDS: 0 once N console lines contain TEXT.
+vm_wait_count() {
+	local name=$1 text=$2 want=$3 i d=${VM_DIR[$1]}
+	for ((i = 0; i < $4 * 10; i++)); do
+		[ "$(grep -cF -- "$text" "$d/console" 2>/dev/null)" -ge "$want" ] && return 0
+		if ! kill -0 "${VM_PID[$name]}" 2>/dev/null; then
+			[ "$(grep -cF -- "$text" "$d/console" 2>/dev/null)" -ge "$want" ] && return 0
+			say "guest $name ended before printing '$text' $want times"
+			return 1
+		fi
+		sleep 0.1
+	done
+	say "guest $name did not print '$text' $want times within $4 s"
+	return 1
+}
+
+# vm_part NAME K: the console lines of vm_serves_each's server K.
+vm_part() {
+	tr -d '\r' <"${VM_DIR[$1]}/console" |
+		awk -v k="$2" '$0 == "URD-BEGIN " k { on = 1; next } index($0, "URD-SERVER-EXIT " k " ") == 1 { on = 0 } on'
 }
 
 # container_serves C_VRNIC "CONTAINER SERVER" VM_VRNIC "GUEST CLIENT".
