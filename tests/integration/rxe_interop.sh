@@ -15,11 +15,12 @@
 #                 guest image, the capture checker), which every other case
 #                 here also needs, so it runs only with UNIRDMA_TEST_HARNESS=1
 #                 (23 s of make test's 20 minutes).
-# rxe_rc, rxe_ud, rxe_ib_write_bw, rxe_ib_read_lat, rxe_ib_atomic_bw,
-# rxe_ib_send_bw  a container of vRNIC h1v1 (10.78.0.11, host 1, --underlay
-#                 ul0) against the guest, on one boot of it: first the guest
-#                 serves and the container is the client, then the other way
-#                 round (both_ways).
+# rxe_pingpong (ibv_rc_pingpong, ibv_ud_pingpong), rxe_perftest (ib_write_bw,
+# ib_read_lat, ib_atomic_bw), rxe_ib_send_bw (4 sizes)  a container of vRNIC
+#                 h1v1 (10.78.0.11, host 1, --underlay ul0) against the guest,
+#                 each case on one boot of it: first the guest serves and the
+#                 container is the client, then the other way round
+#                 (both_ways).
 # rxe_uc_guest_client  the same, only the container serving.
 # rxe_cm_guest_server, rxe_cm_guest_client  rping and rstream (rdma_cm),
 #                 the guest serving / the guest the client, one boot each.
@@ -135,6 +136,8 @@ interop_setup() {
 #   2. then the container serves: it runs CONTAINER_CMD ARGS as the server,
 #      the guest GUEST_CMD ARGS to the container's address (over the LAN) as
 #      the client.
+# A command with an @ has ARGS in its place instead of after it (several
+# programs on one boot: "@ -d rxe0 -x 1 -F" with ARGS "ib_write_bw -n 200").
 # Each half's underlay traffic is captured on its own (the first
 # $MH_CAPTURE_MAX frames of each) and checked.  A container's client that
 # fails in half 1 leaves the guest's server waiting: the case stops there.
@@ -148,6 +151,15 @@ both_ways() {
 	gcmd=$1 ccmd=$2
 	shift 2
 	[ $# -gt 0 ] || set -- ""
+	# each run's whole commands
+	local gl=() cl=()
+	for a in "$@"; do
+		if [[ $gcmd == *@* ]]; then
+			gl+=("${gcmd//@/"$a"}") cl+=("${ccmd//@/"$a"}")
+		else
+			gl+=("$gcmd $a") cl+=("$ccmd $a")
+		fi
+	done
 	ip=$(mh_ip 1 1)
 	interop_setup || return 1
 	# the guest's script: its servers (half 1), URD-CLIENTS, its clients (half
@@ -157,14 +169,14 @@ both_ways() {
 	script=$RETRY$'\n'"fresh() { ip neigh flush dev eth1 >/dev/null 2>&1; \"\$@\"; }"$'\n'
 	n=0
 	if [ "$serve" = 1 ]; then
-		for a in "$@"; do
-			script+="echo URD-LISTEN $n; $gcmd $a; echo \"URD-SERVER-EXIT \$?\""$'\n'
+		for a in "${gl[@]}"; do
+			script+="echo URD-LISTEN $n; $a; echo \"URD-SERVER-EXIT \$?\""$'\n'
 			n=$((n + 1))
 		done
 	fi
 	script+="echo URD-CLIENTS"$'\n'"rc=0"$'\n'
-	for a in "$@"; do
-		script+="sleep 1; retry fresh $gcmd $a $ip; r=\$?; echo \"URD-CLIENT-EXIT \$r\"; [ \$r -eq 0 ] || rc=\$r"$'\n'
+	for a in "${gl[@]}"; do
+		script+="sleep 1; retry fresh $a $ip; r=\$?; echo \"URD-CLIENT-EXIT \$r\"; [ \$r -eq 0 ] || rc=\$r"$'\n'
 	done
 	script+='exit $rc'
 	mh_rxe_boot rxe "$GUEST" "$script" t1 "$GUEST_LAN" "$ip"
@@ -172,13 +184,13 @@ both_ways() {
 	# ---- half 1: the guest serves, the container's clients ----
 	n=0
 	if [ "$serve" = 1 ]; then
-		for a in "$@"; do
+		for a in "${cl[@]}"; do
 			mh_rxe_wait rxe "URD-LISTEN $n" 90 || { mh_rxe_finish rxe 1; die "the guest did not get to run $n"; }
 			out=$WORK/client$n.out
-			say "+ client in container h1v1: $ccmd $a $GUEST_LAN"
+			say "+ client in container h1v1: $a $GUEST_LAN"
 			# shellcheck disable=SC2086 # word lists
 			timeout 120 env UNIRDMA_STATE_DIR="${MH_STATE[1]}" "$UNIRDMA" exec h1v1 -- \
-				sh -c "$RETRY; retry $ccmd $a $GUEST_LAN" >"$out" 2>&1
+				sh -c "$RETRY; retry $a $GUEST_LAN" >"$out" 2>&1
 			rc=$?
 			sed 's/^/  | /' "$out"
 			check "the container's client ($a) succeeded" test "$rc" -eq 0
@@ -219,8 +231,8 @@ both_ways() {
 	pidf=$WORK/server.pid
 	mh_exec_cmd 1
 	# shellcheck disable=SC2016 # expanded by the container's shell
-	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- sh -c 'rc=0; for a in "$@"; do $0 $a || rc=$?; done; exit $rc' \
-		"$ccmd" "$@" >"$out" 2>&1 &
+	"${MH_EXEC[@]}" --pidfile "$pidf" h1v1 -- sh -c 'rc=0; for c in "$@"; do $c || rc=$?; done; exit $rc' \
+		sh "${cl[@]}" >"$out" 2>&1 &
 	spid=$!
 	SERVER_PIDS+=("$spid")
 	# until the guest powers off (150 s at most); a container's server that
@@ -260,15 +272,14 @@ both_ways() {
 
 # rdma-core's ibv_*_pingpong: the guest's GID index is 1 (index 0 is fe80::),
 # the container's 0; -c checks the data.
-add_case rxe_rc both_ways "ibv_rc_pingpong -d rxe0 -g 1 -c -n 50 -s 4096" "ibv_rc_pingpong -g 0 -c -n 50 -s 4096"
+add_case rxe_pingpong both_ways "@ -d rxe0 -g 1 -c -n 50" "@ -g 0 -c -n 50" \
+	"ibv_rc_pingpong -s 4096" "ibv_ud_pingpong -s 512"
 # UC: one way in the suite, the guest as the client (the other way passed by hand)
 add_case rxe_uc_guest_client both_ways --guest-client "ibv_uc_pingpong -d rxe0 -g 1 -c -n 50 -s 4096" "ibv_uc_pingpong -g 0 -c -n 50 -s 4096"
-add_case rxe_ud both_ways "ibv_ud_pingpong -d rxe0 -g 1 -c -n 50 -s 512" "ibv_ud_pingpong -g 0 -c -n 50 -s 512"
-# perftest: -x GID index, -F no CPU-frequency check; several message sizes
-# around the 1024-byte active MTU of a 1500-byte link
-for p in "ib_write_bw -n 200" "ib_read_lat -n 100" "ib_atomic_bw -n 200"; do
-	add_case "rxe_${p%% *}" both_ways "$p -d rxe0 -x 1 -F" "$p -x 0 -F"
-done
+# perftest: -x GID index, -F no CPU-frequency check; ib_send_bw with several
+# message sizes around the 1024-byte active MTU of a 1500-byte link
+add_case rxe_perftest both_ways "@ -d rxe0 -x 1 -F" "@ -x 0 -F" \
+	"ib_write_bw -n 200" "ib_read_lat -n 100" "ib_atomic_bw -n 200"
 add_case rxe_ib_send_bw both_ways "ib_send_bw -n 100 -d rxe0 -x 1 -F" "ib_send_bw -n 100 -x 0 -F" \
 	"-s 1000" "-s 1024" "-s 2048" "-s 4500"
 
