@@ -124,9 +124,14 @@ devplugin-fuzz: $(DEVPLUGIN_FUZZ)
 
 # The C tests link against our library (so its symbol versions are checked at
 # link time) and run with LD_LIBRARY_PATH=$(BUILD)/lib.
-$(BUILD)/tests/%: tests/verbs/%.c tests/verbs/helpers.c tests/verbs/helpers.h $(LIBIBVERBS)
+# Their helpers are compiled once, not once per test.
+TEST_HELPERS := $(BUILD)/obj/tests/verbs/helpers.o
+$(TEST_HELPERS): tests/verbs/helpers.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(INC_TEST) -o $@ $< tests/verbs/helpers.c $(LDFLAGS) \
+	$(CC) $(CFLAGS) $(INC_TEST) -MMD -MP -c $< -o $@
+$(BUILD)/tests/%: tests/verbs/%.c tests/verbs/helpers.h $(TEST_HELPERS) $(LIBIBVERBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INC_TEST) -o $@ $< $(TEST_HELPERS) $(LDFLAGS) \
 		-L$(BUILD)/lib -l:libibverbs.so.1 -Wl,-rpath-link,$(BUILD)/lib -lpthread
 
 # Unit tests: the engine library (engine, core, common) without the control

@@ -216,28 +216,26 @@ wire_capture_ok() {
 	check "the traffic crossed the underlay as clean RoCEv2" mh_pcap_check "$MH_PCAP"
 }
 
-# pp PROG OPTIONS...: PROG as server on host 1 and client on host 2, then
-# again with -e (completion events) on the same set-up of the hosts.
-pp() {
-	local prog=$1
-	shift
+# pingpongs "PROG OPTIONS"...: each PROG as server on host 1 and client on
+# host 2, then again with -e (completion events), all on one set-up of the
+# hosts; each PROG's first run is captured and checked.
+pingpongs() {
+	local spec prog opts first=1
 	wire_setup || return 1
-	mh_pair 1 h1v1 "$prog $*" 2 h2v1 "$prog $* $SRV" || return 1
-	check "the client's last line reports the iterations" grep -Eq 'iters in [0-9.]+ seconds' "$PAIR_CLIENT_OUT"
-	wire_capture_ok
-	mh_pair 1 h1v1 "$prog -e $*" 2 h2v1 "$prog -e $* $SRV" || return 1
-	check "with -e too" grep -Eq 'iters in [0-9.]+ seconds' "$PAIR_CLIENT_OUT"
+	for spec in "$@"; do
+		prog=${spec%% *} opts=${spec#* }
+		[ "$first" = 1 ] || mh_capture start
+		first=0
+		mh_pair 1 h1v1 "$prog $opts" 2 h2v1 "$prog $opts $SRV" || return 1
+		check "$prog: the client's last line reports the iterations" grep -Eq 'iters in [0-9.]+ seconds' "$PAIR_CLIENT_OUT"
+		wire_capture_ok
+		mh_pair 1 h1v1 "$prog -e $opts" 2 h2v1 "$prog -e $opts $SRV" || return 1
+		check "$prog -e too" grep -Eq 'iters in [0-9.]+ seconds' "$PAIR_CLIENT_OUT"
+	done
 	checks_result
 }
-for prog in ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
-	short=${prog#ibv_}
-	short=${short%_pingpong}
-	case $prog in
-	ibv_ud_pingpong) sz=1024 ;;
-	*) sz=4096 ;;
-	esac
-	add_case "wire_$short" pp "$prog" -g 0 -c -n 200 -s "$sz"
-done
+add_case wire_pingpongs pingpongs "ibv_rc_pingpong -g 0 -c -n 200 -s 4096" \
+	"ibv_ud_pingpong -g 0 -c -n 200 -s 1024" "ibv_srq_pingpong -g 0 -c -n 200 -s 4096"
 # (ibv_uc_pingpong across hosts passed by hand; the suite has it against
 # kernel rxe, rxe_interop.sh, and t_uc over the wire, wire_verbs.sh)
 

@@ -23,8 +23,9 @@
 #                              (GRH, payload, src_qp checked); after the
 #                              container's detach, the guest's SEND reaches the
 #                              guest alone
-#   rc_pingpong_events  ibv_rc_pingpong -e -c: server in a container, client in a guest
-#   ib_read_lat ib_atomic_bw perftest, client in a guest
+#   guest_clients     a container serves, in turn, to one guest's clients:
+#                     ibv_rc_pingpong -e -c (completion events), ib_read_lat and
+#                     ib_atomic_bw (perftest)
 #   opcodes_vm_vm            every opcode between two guests
 #   verbs_in_guest           t_resize_cq, t_rereg and t_mw run inside a guest
 #   ram_above_4g      a 4 GiB guest: MRs in RAM above the PCI hole (GPA >= 4 GiB)
@@ -113,13 +114,6 @@ UNIRDMA_DEBUG=1 ibv_devinfo -v 2>&1 | grep -E 'unirdma|hca_id|GID|max_mr_size|st
 }
 
 
-case_rc_pingpong_events() {
-	container_serves "$VR_A" "ibv_rc_pingpong -g 0 -n 100 -e -c" \
-		"$VM_A" "ibv_rc_pingpong -g 0 -n 100 -e -c $IP_A" || return 1
-	check "the guest's client (completion events) finished 100 iterations" grep -q "100 iters" "${VM_DIR[c]}/console"
-	check "so did the container's server" grep -q "100 iters" "$PAIR_SERVER_OUT"
-	checks_result
-}
 
 # results_ok FILE bw|lat: perftest's result rows have non-zero figures
 # (as in perftest.sh).
@@ -137,17 +131,37 @@ results_ok() {
 # op_bytes VRNIC rx|tx OPCODE: bytes of OPCODE the vRNIC served / sent.
 op_bytes() { jq_vrnic "$1" "v['counters']['by_opcode']['$3']['$2_bytes']"; }
 
-perf_vm_client() {
-	local prog=$1 kind=$2 op=$3 dir=$4
-	shift 4
-	container_serves "$VR_A" "$prog -F $*" "$VM_A" "$prog -F $* $IP_A" || return 1
-	check "the guest's client reports non-zero figures" results_ok "${VM_DIR[c]}/console" "$kind"
-	check "the guest's vRNIC $dir $op bytes ($(op_bytes "$VM_A" "$dir" "$op"))" test "$(op_bytes "$VM_A" "$dir" "$op")" -gt 0
+# part_has K TEXT [GUEST]: the console of GUEST (s) for vm_serves_each's
+# server K (container_serves_each's client K: guest c) has TEXT.
+part_has() { vm_part "${3:-s}" "$1" | grep -qF -- "$2"; }
+
+# guest_clients: the other way round, on one boot: the container serves
+# ibv_rc_pingpong -e -c (completion events), ib_read_lat and ib_atomic_bw in
+# turn, the guest runs the clients.
+guest_clients_hook() {
+	case $1 in
+	0) READ_TX0=$(op_bytes "$VM_A" tx rdma_read) ATOMIC_TX0=$(op_bytes "$VM_A" tx atomic_fetch_add) ;;
+	1) READ_TX1=$(op_bytes "$VM_A" tx rdma_read) ;;
+	2) ATOMIC_TX2=$(op_bytes "$VM_A" tx atomic_fetch_add) ;;
+	esac
+}
+case_guest_clients() {
+	READ_TX0=0 READ_TX1=0 ATOMIC_TX0=0 ATOMIC_TX2=0
+	VM_EACH_HOOK=guest_clients_hook container_serves_each "$VR_A" "$VM_A" \
+		"ibv_rc_pingpong -g 0 -n 100 -e -c" "ibv_rc_pingpong -g 0 -n 100 -e -c $IP_A" \
+		"ib_read_lat -F -n 200" "ib_read_lat -F -n 200 $IP_A" \
+		"ib_atomic_bw -F -n 1000" "ib_atomic_bw -F -n 1000 $IP_A"
+	check "the guest ran all three clients" test $? = 0
+	check "ibv_rc_pingpong -e: the guest's client finished 100 iterations" part_has 0 "100 iters" c
+	check "so did the container's server" grep -q "100 iters" "$WORK/server0.out"
+	vm_part c 1 >"$WORK/client1.out"
+	check "ib_read_lat: the guest's client reports non-zero figures" results_ok "$WORK/client1.out" lat
+	check "the guest's vRNIC sent its RDMA READs ($((READ_TX1 - READ_TX0)) bytes)" test $((READ_TX1 - READ_TX0)) -gt 0
+	vm_part c 2 >"$WORK/client2.out"
+	check "ib_atomic_bw: the guest's client reports non-zero figures" results_ok "$WORK/client2.out" bw
+	check "the guest's vRNIC sent its atomics ($((ATOMIC_TX2 - ATOMIC_TX0)) bytes)" test $((ATOMIC_TX2 - ATOMIC_TX0)) -gt 0
 	checks_result
 }
-
-# part_has K TEXT: the guest's console for vm_serves_each's server K has TEXT.
-part_has() { vm_part s "$1" | grep -qF -- "$2"; }
 
 # guest_serves_verbs: one guest serves ibv_rc_pingpong -c, ib_write_bw and
 # ib_send_bw in turn; the container's clients.  The guest's vRNIC's
@@ -352,9 +366,7 @@ case_hostile() {
 add_case attach case_attach
 add_case guest_serves_verbs case_guest_serves_verbs
 add_case guest_serves_tools case_guest_serves_tools
-add_case rc_pingpong_events case_rc_pingpong_events
-add_case ib_read_lat perf_vm_client ib_read_lat lat rdma_read tx -n 200
-add_case ib_atomic_bw perf_vm_client ib_atomic_bw bw atomic_fetch_add tx -n 1000
+add_case guest_clients case_guest_clients
 add_case opcodes_vm_vm case_opcodes_vm_vm
 add_case verbs_in_guest case_verbs_in_guest
 add_case big_mr case_big_mr

@@ -19,9 +19,10 @@
 #   vm_finish NAME SECONDS     wait for the guest to power off; print its
 #                              console; return the code of /urd/run.sh
 #   vm_kill NAME               SIGKILL the guest's QEMU
-#   vm_serves / container_serves   a server and a client across the boundary
+#   vm_serves                  a guest's server, a container's client
 #   vm_serves_each             several servers in one guest, a container's
 #                              client for each
+#   container_serves_each      a container's servers, one guest's clients
 
 VM_QEMU=${UNIRDMA_QEMU:-qemu-system-x86_64}
 VM_APPEND="console=ttyS0 quiet panic=-1 tsc=reliable mitigations=off transparent_hugepage=never"
@@ -203,6 +204,75 @@ vm_serves_each() {
 	vm_finish s "$SERVER_TIMEOUT"
 }
 
+# container_serves_each C_VRNIC VM_VRNIC "CONTAINER SERVER" "GUEST CLIENT" ...:
+# the other way round: one container of C_VRNIC runs every pair's server at
+# once, pair K's on TCP port 18515+K (-p), and one guest on VM_VRNIC, booted
+# once, runs the clients in turn.  (The servers could not take turns on one
+# port: a guest client that reached the port before its server listened
+# hung in connect through QEMU's user networking.)  Pair K's server output
+# is $WORK/server$K.out, its client's console lines `vm_part c K`;
+# VM_EACH_HOOK as vm_serves_each's.
+container_serves_each() {
+	local cvr=$1 vr=$2 script=rc=0$'\n' servers=() n=0 k c spid init i crc src=0
+	shift 2
+	[ $(($# % 2)) = 0 ] || die "container_serves_each: pairs of server and client"
+	for ((k = 1; k <= $#; k += 2)); do
+		c=$((k + 1))
+		servers+=("${!k} -p $((18515 + n))")
+		script+="echo URD-BEGIN $n; ${!c} -p $((18515 + n)); r=\$?; echo \"URD-CLIENT-EXIT $n \$r\"; [ \$r -eq 0 ] || rc=\$r"$'\n'
+		n=$((n + 1))
+	done
+	script+='exit $rc'
+	say "+ servers in container $cvr: $(printf '[%s] ' "${servers[@]}")"
+	rm -f "$WORK"/server*.out "$WORK"/server*.rc "$WORK/servers.pid"
+	# shellcheck disable=SC2016 # the container's shell expands it
+	"$UNIRDMA" exec --pidfile "$WORK/servers.pid" "$cvr" -- sh -c '
+		w=$1; shift; k=0
+		for c in "$@"; do
+			(stdbuf -oL -eL $c >"$w/server$k.out" 2>&1; echo $? >"$w/server$k.rc") &
+			k=$((k + 1))
+		done
+		wait' sh "$WORK" "${servers[@]}" &
+	spid=$!
+	SERVER_PIDS+=("$spid")
+	for ((k = 0; k < n; k++)); do
+		for ((i = 0; i < 300; i++)); do
+			init=$(cat "$WORK/servers.pid" 2>/dev/null)
+			[ -n "$init" ] && listening "$init" $((18515 + k)) && break
+			kill -0 "$spid" 2>/dev/null || break
+			sleep 0.05
+		done
+	done
+	vm_boot c "$vr" "$script"
+	for ((k = 0; k < n; k++)); do
+		crc=
+		if vm_wait_count c "URD-CLIENT-EXIT $k " 1 "$([ "$k" = 0 ] && echo "$CLIENT_TIMEOUT" || echo 60)"; then
+			crc=$(tr -d '\r' <"${VM_DIR[c]}/console" | sed -n "s/^URD-CLIENT-EXIT $k \([0-9]*\)$/\1/p")
+		fi
+		for ((i = 0; i < 100; i++)); do
+			[ -s "$WORK/server$k.rc" ] && break
+			sleep 0.1
+		done
+		say "--- server $k's output (exit code $(cat "$WORK/server$k.rc" 2>/dev/null)) ---"
+		sed 's/^/  | /' "$WORK/server$k.out" 2>/dev/null
+		if [ "${crc:-x}" != 0 ] || [ "$(cat "$WORK/server$k.rc" 2>/dev/null)" != 0 ]; then
+			say "pair $k failed: the guest's client ${crc:-did not end}, the container's server $(cat "$WORK/server$k.rc" 2>/dev/null || echo "did not end")"
+			src=1
+			break
+		fi
+		[ -z "${VM_EACH_HOOK:-}" ] || "$VM_EACH_HOOK" "$k"
+	done
+	if [ "$src" != 0 ]; then
+		vm_finish c 5
+		kill -KILL "$(cat "$WORK/servers.pid" 2>/dev/null)" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		return 1
+	fi
+	wait_for_exit "$spid" 10 || kill -KILL "$(cat "$WORK/servers.pid" 2>/dev/null)" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	vm_finish c "$SERVER_TIMEOUT"
+}
+
 # vm_wait_count NAME TEXT N SECONDS: 0 once N console lines contain TEXT.
 vm_wait_count() {
 	local name=$1 text=$2 want=$3 i d=${VM_DIR[$1]}
@@ -219,40 +289,12 @@ vm_wait_count() {
 	return 1
 }
 
-# vm_part NAME K: the console lines of vm_serves_each's server K.
+# vm_part NAME K: the console lines of vm_serves_each's server K (or
+# container_serves_each's client K).
 vm_part() {
 	tr -d '\r' <"${VM_DIR[$1]}/console" |
-		awk -v k="$2" '$0 == "URD-BEGIN " k { on = 1; next } index($0, "URD-SERVER-EXIT " k " ") == 1 { on = 0 } on'
+		awk -v k="$2" '$0 == "URD-BEGIN " k { on = 1; next }
+			index($0, "URD-SERVER-EXIT " k " ") == 1 || index($0, "URD-CLIENT-EXIT " k " ") == 1 { on = 0 }
+			on'
 }
 
-# container_serves C_VRNIC "CONTAINER SERVER" VM_VRNIC "GUEST CLIENT".
-container_serves() {
-	local cvr=$1 scmd=$2 vr=$3 ccmd=$4 spid init i crc src=0
-	PAIR_SERVER_OUT=$WORK/server.out
-	say "+ server in container $cvr: $scmd"
-	# shellcheck disable=SC2086
-	"$UNIRDMA" exec --pidfile "$WORK/server.pid" "$cvr" -- $LINEBUF $scmd >"$PAIR_SERVER_OUT" 2>&1 &
-	spid=$!
-	SERVER_PIDS+=("$spid")
-	for ((i = 0; i < 300; i++)); do
-		init=$(cat "$WORK/server.pid" 2>/dev/null)
-		[ -n "$init" ] && listening "$init" 18515 && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.05
-	done
-	vm_boot c "$vr" "$ccmd"
-	vm_finish c "$CLIENT_TIMEOUT"
-	crc=$?
-	if wait_for_exit "$spid" "$([ "$crc" = 0 ] && echo "$SERVER_TIMEOUT" || echo 3)"; then
-		wait "$spid"
-		src=$?
-	else
-		kill -TERM "$spid" 2>/dev/null
-		src=timeout
-	fi
-	say "--- server output (exit code $src) ---"
-	sed 's/^/  | /' "$PAIR_SERVER_OUT"
-	[ "$crc" = 0 ] || { say "the client in the guest failed ($crc)"; return 1; }
-	[ "$src" = 0 ] || { say "the server in the container failed ($src)"; return 1; }
-	return 0
-}
