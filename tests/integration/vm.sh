@@ -135,60 +135,59 @@ op_bytes() { jq_vrnic "$1" "v['counters']['by_opcode']['$3']['$2_bytes']"; }
 # server K (container_serves_each's client K: guest c) has TEXT.
 part_has() { vm_part "${3:-s}" "$1" | grep -qF -- "$2"; }
 
+# ops_hook K (VM_EACH_HOOK of the cases below): the guest's vRNIC's bytes of
+# each opcode in EACH_OPS ("DIR:OPCODE ...") once program K is done;
+# op_delta A B DIR:OPCODE: the bytes moved between those readings after
+# programs A and B.  (A guest running the clients goes on to the next one
+# at once, so a reading may already count some of the next program's.)
+declare -A OPS_AT
+ops_hook() {
+	local o
+	for o in $EACH_OPS; do
+		OPS_AT[$1,$o]=$(op_bytes "$VM_A" "${o%%:*}" "${o#*:}")
+	done
+}
+op_delta() { echo $((${OPS_AT[$2,$3]:-0} - ${OPS_AT[$1,$3]:-0})); }
+
 # guest_clients: the other way round, on one boot: the container serves
 # ibv_rc_pingpong -e -c (completion events), ib_read_lat and ib_atomic_bw in
 # turn, the guest runs the clients.
-guest_clients_hook() {
-	case $1 in
-	0) READ_TX0=$(op_bytes "$VM_A" tx rdma_read) ATOMIC_TX0=$(op_bytes "$VM_A" tx atomic_fetch_add) ;;
-	1) READ_TX1=$(op_bytes "$VM_A" tx rdma_read) ;;
-	2) ATOMIC_TX2=$(op_bytes "$VM_A" tx atomic_fetch_add) ;;
-	esac
-}
 case_guest_clients() {
-	READ_TX0=0 READ_TX1=0 ATOMIC_TX0=0 ATOMIC_TX2=0
-	VM_EACH_HOOK=guest_clients_hook container_serves_each "$VR_A" "$VM_A" \
+	local reads atomics
+	EACH_OPS="tx:rdma_read tx:atomic_fetch_add" VM_EACH_HOOK=ops_hook container_serves_each "$VR_A" "$VM_A" \
 		"ibv_rc_pingpong -g 0 -n 100 -e -c" "ibv_rc_pingpong -g 0 -n 100 -e -c $IP_A" \
 		"ib_read_lat -F -n 200" "ib_read_lat -F -n 200 $IP_A" \
 		"ib_atomic_bw -F -n 1000" "ib_atomic_bw -F -n 1000 $IP_A"
 	check "the guest ran all three clients" test $? = 0
+	reads=$(op_delta 0 1 tx:rdma_read) atomics=$(op_delta 0 2 tx:atomic_fetch_add)
 	check "ibv_rc_pingpong -e: the guest's client finished 100 iterations" part_has 0 "100 iters" c
 	check "so did the container's server" grep -q "100 iters" "$WORK/server0.out"
 	vm_part c 1 >"$WORK/client1.out"
 	check "ib_read_lat: the guest's client reports non-zero figures" results_ok "$WORK/client1.out" lat
-	check "the guest's vRNIC sent its RDMA READs ($((READ_TX1 - READ_TX0)) bytes)" test $((READ_TX1 - READ_TX0)) -gt 0
+	check "the guest's vRNIC sent its RDMA READs ($reads bytes)" test "$reads" -gt 0
 	vm_part c 2 >"$WORK/client2.out"
 	check "ib_atomic_bw: the guest's client reports non-zero figures" results_ok "$WORK/client2.out" bw
-	check "the guest's vRNIC sent its atomics ($((ATOMIC_TX2 - ATOMIC_TX0)) bytes)" test $((ATOMIC_TX2 - ATOMIC_TX0)) -gt 0
+	check "the guest's vRNIC sent its atomics ($atomics bytes)" test "$atomics" -gt 0
 	checks_result
 }
 
 # guest_serves_verbs: one guest serves ibv_rc_pingpong -c, ib_write_bw and
 # ib_send_bw in turn; the container's clients.  The guest's vRNIC's
 # counters are read after each, so each program's bytes are its own.
-WRITE_RX0=0 SEND_RX0=0
-serves_verbs_hook() {
-	case $1 in
-	0) WRITE_RX0=$(op_bytes "$VM_A" rx rdma_write) SEND_RX0=$(op_bytes "$VM_A" rx send) ;;
-	1) WRITE_RX1=$(op_bytes "$VM_A" rx rdma_write) ;;
-	2) SEND_RX2=$(op_bytes "$VM_A" rx send) ;;
-	esac
-}
 case_guest_serves_verbs() {
-	WRITE_RX1=0 SEND_RX2=0
-	VM_EACH_HOOK=serves_verbs_hook vm_serves_each "$VM_A" "$VR_A" \
+	local writes sends
+	EACH_OPS="rx:rdma_write rx:send" VM_EACH_HOOK=ops_hook vm_serves_each "$VM_A" "$VR_A" \
 		"ibv_rc_pingpong -g 0 -n 200 -c" "ibv_rc_pingpong -g 0 -n 200 -c $IPV_A" \
 		"ib_write_bw -F -n 1000" "ib_write_bw -F -n 1000 $IPV_A" \
 		"ib_send_bw -F -n 1000" "ib_send_bw -F -n 1000 $IPV_A"
 	check "the guest served all three" test $? = 0
+	writes=$(op_delta 0 1 rx:rdma_write) sends=$(op_delta 0 2 rx:send)
 	check "ibv_rc_pingpong: the container's client finished 200 iterations" grep -q "200 iters" "$WORK/client0.out"
 	check "so did the guest's server" part_has 0 "200 iters"
 	check "ib_write_bw: the container's client reports non-zero figures" results_ok "$WORK/client1.out" bw
-	check "the guest's vRNIC received its RDMA WRITEs ($((WRITE_RX1 - WRITE_RX0)) bytes)" \
-		test $((WRITE_RX1 - WRITE_RX0)) -gt 0
+	check "the guest's vRNIC received its RDMA WRITEs ($writes bytes)" test "$writes" -gt 0
 	check "ib_send_bw: the container's client reports non-zero figures" results_ok "$WORK/client2.out" bw
-	check "the guest's vRNIC received its SENDs ($((SEND_RX2 - SEND_RX0)) bytes)" \
-		test $((SEND_RX2 - SEND_RX0)) -ge $((1000 * 65536))
+	check "the guest's vRNIC received its SENDs ($sends bytes)" test "$sends" -ge $((1000 * 65536))
 	checks_result
 }
 

@@ -190,10 +190,7 @@ vm_serves_each() {
 		crc=$?
 		say "--- client $k's output (exit code $crc) ---"
 		sed 's/^/  | /' "$PAIR_CLIENT_OUT"
-		r=
-		if vm_wait_count s "URD-SERVER-EXIT $k " 1 "$([ "$crc" = 0 ] && echo "$SERVER_TIMEOUT" || echo 5)"; then
-			r=$(tr -d '\r' <"${VM_DIR[s]}/console" | sed -n "s/^URD-SERVER-EXIT $k \([0-9]*\)$/\1/p")
-		fi
+		r=$(vm_exit_code s SERVER "$k" "$([ "$crc" = 0 ] && echo "$SERVER_TIMEOUT" || echo 5)")
 		if [ "$crc" != 0 ] || [ "${r:-x}" != 0 ]; then
 			say "pair $k failed: the container's client $crc, the guest's server ${r:-did not end}"
 			vm_finish s 5
@@ -245,10 +242,7 @@ container_serves_each() {
 	done
 	vm_boot c "$vr" "$script"
 	for ((k = 0; k < n; k++)); do
-		crc=
-		if vm_wait_count c "URD-CLIENT-EXIT $k " 1 "$([ "$k" = 0 ] && echo "$CLIENT_TIMEOUT" || echo 60)"; then
-			crc=$(tr -d '\r' <"${VM_DIR[c]}/console" | sed -n "s/^URD-CLIENT-EXIT $k \([0-9]*\)$/\1/p")
-		fi
+		crc=$(vm_exit_code c CLIENT "$k" "$([ "$k" = 0 ] && echo "$CLIENT_TIMEOUT" || echo 60)")
 		for ((i = 0; i < 100; i++)); do
 			[ -s "$WORK/server$k.rc" ] && break
 			sleep 0.1
@@ -287,6 +281,14 @@ vm_wait_count() {
 	done
 	say "guest $name did not print '$text' $want times within $4 s"
 	return 1
+}
+
+# vm_exit_code NAME SERVER|CLIENT K SECONDS: the exit code the guest's
+# console gives for the *_serves_each program K (URD-<WHAT>-EXIT K CODE),
+# waiting SECONDS for it; nothing when it does not come.
+vm_exit_code() {
+	vm_wait_count "$1" "URD-$2-EXIT $3 " 1 "$4" >&2 || return 0
+	tr -d '\r' <"${VM_DIR[$1]}/console" | sed -n "s/^URD-$2-EXIT $3 \([0-9]*\)$/\1/p"
 }
 
 # vm_part NAME K: the console lines of vm_serves_each's server K (or
