@@ -6,7 +6,9 @@
  * the vRNIC file.  At registration the pages under [addr, addr + length) are
  * moved there: the daemon hands out a piece of the file's memory window
  * (URD_OP_MEM_ALLOC), we copy the pages' current contents into it (pwrite)
- * and map it MAP_SHARED|MAP_FIXED over the very same addresses.  The
+ * and map it MAP_SHARED|MAP_FIXED over the very same addresses, with the
+ * application's other threads kept from writing to those pages meanwhile
+ * (see "moving pages under writers" below).  The
  * application keeps its pointers and sees every byte the engine writes.  The
  * MR is then described to the daemon as a byte-exact list of segments of the
  * window (URD_OP_REG_MR).
@@ -40,8 +42,11 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <linux/userfaultfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -242,12 +247,105 @@ static int sys_madvise(void *addr, size_t len, int advice)
 	return (int)syscall(SYS_madvise, addr, len, advice);
 }
 
+/* ------------------------------------------- moving pages under writers
+ *
+ * Whole pages move, and the application's other threads may be writing to
+ * the bytes around a buffer (other heap objects) meanwhile.  A copy followed
+ * by a switch of mappings loses every write that lands between the two: the
+ * writer's store goes to the old page after the copy was taken.  rping's CM
+ * thread acknowledged an event (a count in our librdmacm's id, on the heap
+ * beside rping's buffers) while main deregistered those buffers; the count
+ * came back as it was, and rdma_destroy_id waited for an acknowledgement
+ * that had already happened (CI, 2026-11-29).
+ *
+ * So writers wait while pages move: the range is write-protected with
+ * userfaultfd (UFFDIO_WRITEPROTECT) before the copy, a thread that writes
+ * to it blocks in its page fault, and closing the userfaultfd after the new
+ * mapping is in place wakes it to retry its store there.  Anonymous memory
+ * can be protected so (Linux 5.7), and so can a region file on tmpfs
+ * (5.19; /run is tmpfs on Debian).  This thread blocks its signals for the
+ * moment: a handler writing to the range here would wait for itself.
+ *
+ * Without userfaultfd (an older kernel, a seccomp filter such as the one
+ * `unirdma exec` installs, valgrind, which does not know the call) or for a
+ * region file that is not on tmpfs, the copy and the switch are done back
+ * to back, and a write in between is still lost.  (Mapping the piece
+ * MAP_PRIVATE over the range and copying each page on write would move
+ * back without a loss, but left Open MPI's NetPIPE failing over UCX:
+ * not understood yet, see NOTES.) */
+
+struct wp_guard {
+	int fd;                 /* the userfaultfd; -1: not protected */
+	sigset_t old;           /* this thread's signal mask before */
+};
+
+static long uffd_ioctl(int fd, unsigned long req, void *arg)
+{
+	return syscall(SYS_ioctl, fd, req, arg);
+}
+
+/* Write-protects [p, p + len) (all mapped): true if writers now wait. */
+static bool wp_begin(struct wp_guard *g, uintptr_t p, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.range = { .start = p, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	struct uffdio_writeprotect wp = {
+		.range = { .start = p, .len = len },
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+	sigset_t all;
+	int fd;
+
+	g->fd = -1;
+#ifdef RUNNING_ON_VALGRIND
+	if (RUNNING_ON_VALGRIND)
+		return false;
+#endif
+	sigfillset(&all);
+	if (pthread_sigmask(SIG_SETMASK, &all, &g->old))
+		return false;
+	/* Privileged, faults of the kernel's own copies wait too; without
+	 * the privilege only user-mode faults are ours (Linux 5.11). */
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == EPERM)
+		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd < 0)
+		goto fail;
+	if (uffd_ioctl(fd, UFFDIO_API, &api) || uffd_ioctl(fd, UFFDIO_REGISTER, &reg) ||
+	    !(reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT)) ||
+	    uffd_ioctl(fd, UFFDIO_WRITEPROTECT, &wp)) {
+		syscall(SYS_close, fd);
+		goto fail;
+	}
+	g->fd = fd;
+	return true;
+fail:
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+	return false;
+}
+
+/* The new mapping is in place: the writers that waited retry there. */
+static void wp_end(struct wp_guard *g)
+{
+	if (g->fd < 0)
+		return;
+	syscall(SYS_close, g->fd);
+	g->fd = -1;
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 /* Move [p, p + len) onto the window piece at off: copy, then map over. */
 static int move_in(struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
 {
+	struct wp_guard g;
 	size_t done = 0;
 	void *m;
+	int ret = 0;
 
+	wp_begin(&g, p, len);
 	PAGE_COPY_BEGIN();
 	while (done < len) {
 		ssize_t w = syscall(SYS_pwrite64, md->fd, (const void *)(p + done), len - done,
@@ -256,23 +354,27 @@ static int move_in(struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			PAGE_COPY_END();
-			return -errno;  /* EFAULT: not mapped memory */
+			ret = -errno;   /* EFAULT: not mapped memory */
+			break;
 		}
 		done += (size_t)w;
 	}
 	PAGE_COPY_END();
-	m = sys_mmap((void *)p, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-		 md->fd, (off_t)(md->mem_off + off));
-	if (m == MAP_FAILED)
-		return -errno;
-	return 0;
+	if (!ret) {
+		m = sys_mmap((void *)p, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			     md->fd, (off_t)(md->mem_off + off));
+		if (m == MAP_FAILED)
+			ret = -errno;
+	}
+	wp_end(&g);
+	return ret;
 }
 
-/* Give [p, p + len) back to private anonymous memory with its contents.  The
- * copy goes to a fresh anonymous mapping which then replaces the shared one
- * in one mremap, so the bytes never disappear from under other threads. */
-static void move_out_range(uintptr_t p, size_t len)
+/* Copy [p, p + len) to fresh anonymous memory that then replaces it in one
+ * mremap, so the bytes never disappear from under other threads.  A write
+ * between the copy and the mremap is lost unless the caller made writers
+ * wait (or is alone: a fork child). */
+static void copy_to_anon(uintptr_t p, size_t len)
 {
 	void *tmp = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -294,18 +396,33 @@ static void move_out_range(uintptr_t p, size_t len)
 	}
 }
 
+/* Give [p, p + len) back to private memory with its contents (see above);
+ * alone: this thread is the process's only one (a fork child). */
+static void move_out_range(bool alone, uintptr_t p, size_t len)
+{
+	struct wp_guard g;
+
+	if (alone) {
+		copy_to_anon(p, len);
+		return;
+	}
+	wp_begin(&g, p, len);
+	copy_to_anon(p, len);
+	wp_end(&g);
+}
+
 /* An application may unmap a buffer before deregistering it.  Only pages that
  * are still mapped are moved back (madvise(MADV_NORMAL) changes nothing and
  * fails with ENOMEM on unmapped pages). */
-static void move_out(uintptr_t p, size_t len)
+static void move_out(bool alone, uintptr_t p, size_t len)
 {
 	if (sys_madvise((void *)p, len, MADV_NORMAL) == 0) {
-		move_out_range(p, len);
+		move_out_range(alone, p, len);
 		return;
 	}
 	for (size_t i = 0; i < len; i += page_size)
 		if (sys_madvise((void *)(p + i), page_size, MADV_NORMAL) == 0)
-			move_out_range(p + i, page_size);
+			move_out_range(alone, p + i, page_size);
 }
 
 static int run_new(struct urd_context *ctx, struct urd_memdev *md, uintptr_t p,
@@ -345,7 +462,7 @@ static void run_put(struct urd_memdev *md, struct urd_run *r, bool free_window)
 		return;
 	run_remove(md, r);
 	if (!md->gone) {
-		move_out(r->start, r->len);
+		move_out(false, r->start, r->len);
 		if (free_window)
 			window_free(r->owner, r->off, r->len);
 	}
@@ -443,7 +560,7 @@ static int take_runs(struct urd_context *ctx, struct urd_memdev *md,
 				break;
 			ret = run_insert(md, i, r);
 			if (ret) {
-				move_out(r->start, r->len);
+				move_out(false, r->start, r->len);
 				window_free(ctx, r->off, r->len);
 				urd_free(r);
 				break;
@@ -810,7 +927,7 @@ void urd_mem_daemon_gone(struct urd_context *ctx)
 	pthread_mutex_lock(&mem_lock);
 	if (md && !md->gone) {
 		for (size_t i = 0; i < md->nruns; i++)
-			move_out(md->runs[i]->start, md->runs[i]->len);
+			move_out(false, md->runs[i]->start, md->runs[i]->len);
 		md->gone = true;
 	}
 	pthread_mutex_unlock(&mem_lock);
@@ -843,7 +960,7 @@ static void atfork_child(void)
 	for (struct urd_memdev *md = memdevs; md; md = md->next) {
 		for (size_t i = 0; i < md->nruns; i++) {
 			if (!md->gone)
-				move_out(md->runs[i]->start, md->runs[i]->len);
+				move_out(true, md->runs[i]->start, md->runs[i]->len);
 			urd_free(md->runs[i]);
 		}
 		md->nruns = 0;

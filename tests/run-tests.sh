@@ -146,8 +146,12 @@ collect_tests() {
 CDAEMON_PID=
 CWORK=
 start_c_daemon() {
-	local i vr dir
-	CWORK=$(mktemp -d /tmp/unirdma-ctests.XXXXXX) || return 1
+	local i vr dir tmp=/tmp
+	# on tmpfs, as /run/unirdma is on Debian: the library moves registered
+	# pages back with the application's writers held (userfaultfd), which a
+	# region file on another file system does not allow (lib/mem.c)
+	[ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && tmp=/dev/shm
+	CWORK=$(mktemp -d "$tmp/unirdma-ctests.XXXXXX") || return 1
 	mkdir -p "$CWORK/state" "$CWORK/dev"
 	if [ ! -x "$UNIRDMAD" ] || [ ! -x "$UNIRDMA" ]; then
 		echo "unirdmad or unirdma is not built in $BINDIR (run make)"
