@@ -40,6 +40,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
@@ -48,6 +49,7 @@
 #include <sys/syscall.h>
 #include <linux/userfaultfd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "priv.h"
@@ -266,13 +268,23 @@ static int sys_madvise(void *addr, size_t len, int advice)
  * (5.19; /run is tmpfs on Debian).  This thread blocks its signals for the
  * moment: a handler writing to the range here would wait for itself.
  *
- * Without userfaultfd (an older kernel, a seccomp filter such as the one
- * `unirdma exec` installs, valgrind, which does not know the call) or for a
- * region file that is not on tmpfs, the copy and the switch are done back
- * to back, and a write in between is still lost.  (Mapping the piece
- * MAP_PRIVATE over the range and copying each page on write would move
- * back without a loss, but left Open MPI's NetPIPE failing over UCX:
- * not understood yet, see NOTES.) */
+ * Without userfaultfd (an older kernel, the seccomp filter of `unirdma
+ * exec`, valgrind, which does not know the call) or for a region file off
+ * tmpfs (its shared mapping cannot be write-protected):
+ *  - moving back still loses nothing: the range is mapped MAP_PRIVATE from
+ *    the same piece of the file in one mmap, which the kernel switches
+ *    atomically, and every page is then copied on write
+ *    (MADV_POPULATE_WRITE) while no store can miss it.  Only if the range
+ *    still maps that piece (/proc/self/maps): an application may unmap a
+ *    buffer, map other memory there and only then deregister (UCX's
+ *    registration cache does, under Open MPI), and that memory keeps its
+ *    contents.  Such pages stay file-backed: an madvise(MADV_DONTNEED) of
+ *    them reads the file piece again (zeros, as the daemon punched it,
+ *    until another registration takes it) where anonymous memory reads
+ *    zeros;
+ *  - moving onto the file has no such trick (an anonymous page cannot
+ *    become a file page in place): the copy and the switch are done back
+ *    to back, and a write in between is lost. */
 
 struct wp_guard {
 	int fd;                 /* the userfaultfd; -1: not protected */
@@ -305,7 +317,7 @@ static bool wp_begin(struct wp_guard *g, uintptr_t p, size_t len)
 		return false;
 #endif
 	sigfillset(&all);
-	if (pthread_sigmask(SIG_SETMASK, &all, &g->old))
+	if (sigprocmask(SIG_SETMASK, &all, &g->old))
 		return false;
 	/* Privileged, faults of the kernel's own copies wait too; without
 	 * the privilege only user-mode faults are ours (Linux 5.11). */
@@ -323,7 +335,7 @@ static bool wp_begin(struct wp_guard *g, uintptr_t p, size_t len)
 	g->fd = fd;
 	return true;
 fail:
-	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+	sigprocmask(SIG_SETMASK, &g->old, NULL);
 	return false;
 }
 
@@ -334,7 +346,7 @@ static void wp_end(struct wp_guard *g)
 		return;
 	syscall(SYS_close, g->fd);
 	g->fd = -1;
-	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+	sigprocmask(SIG_SETMASK, &g->old, NULL);
 }
 
 /* Move [p, p + len) onto the window piece at off: copy, then map over. */
@@ -396,33 +408,101 @@ static void copy_to_anon(uintptr_t p, size_t len)
 	}
 }
 
-/* Give [p, p + len) back to private memory with its contents (see above);
- * alone: this thread is the process's only one (a fork child). */
-static void move_out_range(bool alone, uintptr_t p, size_t len)
+/* True if [p, p + len) is still one shared mapping of md's file at the
+ * window offset off, as the run left it. */
+static bool maps_our_piece(const struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
+{
+	char buf[4096];
+	size_t have = 0;
+	bool ours = false, done = false;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	while (!done) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+		size_t rest;
+
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		while (!done && (nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+			unsigned long s, e, o, ino;
+			unsigned int maj, mnr;
+			char perms[5];
+
+			*nl = '\0';
+			if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu", &s, &e, perms, &o, &maj, &mnr,
+				   &ino) == 7 && e > p) {
+				ours = s <= p && e - p >= len && perms[3] == 's' &&
+				       ino == md->st_ino && makedev(maj, mnr) == md->st_dev &&
+				       o + (p - s) == md->mem_off + off;
+				done = true;    /* the lines are in address order */
+			}
+			line = nl + 1;
+		}
+		rest = have - (size_t)(line - buf);
+		if (rest == sizeof(buf) - 1)
+			break;          /* no line is that long */
+		memmove(buf, line, rest);
+		have = rest;
+	}
+	close(fd);
+	return ours;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Each page copied on write, contents kept: a locked no-op on one byte per
+ * page where MADV_POPULATE_WRITE is missing (before Linux 5.14). */
+__attribute__((no_sanitize("address", "thread"), noinline))
+static void touch_pages(uintptr_t p, size_t len)
+{
+	for (size_t i = 0; i < len; i += page_size)
+		__atomic_fetch_or((volatile uint8_t *)(p + i), 0, __ATOMIC_RELAXED);
+}
+
+/* Give [p, p + len), where the run left the window piece at off of md,
+ * back to private memory with its contents (see above); md NULL: this
+ * thread is the process's only one (a fork child). */
+static void move_out_range(const struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
 {
 	struct wp_guard g;
 
-	if (alone) {
+	if (!md) {
 		copy_to_anon(p, len);
 		return;
 	}
-	wp_begin(&g, p, len);
+	if (wp_begin(&g, p, len)) {
+		copy_to_anon(p, len);
+		wp_end(&g);
+		return;
+	}
+	if (maps_our_piece(md, p, len, off) &&
+	    sys_mmap((void *)p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, md->fd,
+		     (off_t)(md->mem_off + off)) != MAP_FAILED) {
+		if (sys_madvise((void *)p, len, MADV_POPULATE_WRITE))
+			touch_pages(p, len);
+		return;
+	}
 	copy_to_anon(p, len);
-	wp_end(&g);
 }
 
 /* An application may unmap a buffer before deregistering it.  Only pages that
  * are still mapped are moved back (madvise(MADV_NORMAL) changes nothing and
  * fails with ENOMEM on unmapped pages). */
-static void move_out(bool alone, uintptr_t p, size_t len)
+static void move_out(const struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
 {
 	if (sys_madvise((void *)p, len, MADV_NORMAL) == 0) {
-		move_out_range(alone, p, len);
+		move_out_range(md, p, len, off);
 		return;
 	}
 	for (size_t i = 0; i < len; i += page_size)
 		if (sys_madvise((void *)(p + i), page_size, MADV_NORMAL) == 0)
-			move_out_range(alone, p + i, page_size);
+			move_out_range(md, p + i, page_size, off + i);
 }
 
 static int run_new(struct urd_context *ctx, struct urd_memdev *md, uintptr_t p,
@@ -462,7 +542,7 @@ static void run_put(struct urd_memdev *md, struct urd_run *r, bool free_window)
 		return;
 	run_remove(md, r);
 	if (!md->gone) {
-		move_out(false, r->start, r->len);
+		move_out(md, r->start, r->len, r->off);
 		if (free_window)
 			window_free(r->owner, r->off, r->len);
 	}
@@ -560,7 +640,7 @@ static int take_runs(struct urd_context *ctx, struct urd_memdev *md,
 				break;
 			ret = run_insert(md, i, r);
 			if (ret) {
-				move_out(false, r->start, r->len);
+				move_out(md, r->start, r->len, r->off);
 				window_free(ctx, r->off, r->len);
 				urd_free(r);
 				break;
@@ -927,7 +1007,7 @@ void urd_mem_daemon_gone(struct urd_context *ctx)
 	pthread_mutex_lock(&mem_lock);
 	if (md && !md->gone) {
 		for (size_t i = 0; i < md->nruns; i++)
-			move_out(false, md->runs[i]->start, md->runs[i]->len);
+			move_out(md, md->runs[i]->start, md->runs[i]->len, md->runs[i]->off);
 		md->gone = true;
 	}
 	pthread_mutex_unlock(&mem_lock);
@@ -960,7 +1040,7 @@ static void atfork_child(void)
 	for (struct urd_memdev *md = memdevs; md; md = md->next) {
 		for (size_t i = 0; i < md->nruns; i++) {
 			if (!md->gone)
-				move_out(true, md->runs[i]->start, md->runs[i]->len);
+				move_out(NULL, md->runs[i]->start, md->runs[i]->len, 0);
 			urd_free(md->runs[i]);
 		}
 		md->nruns = 0;
