@@ -9,7 +9,8 @@
  *   - a seccomp filter that refuses the system calls a process without
  *     capabilities could still use to grow its reach: new namespaces
  *     (unshare, setns, clone with CLONE_NEW*, clone3), the mount API, BPF,
- *     keyrings, perf, io_uring, userfaultfd, module and kexec loading,
+ *     keyrings, perf, io_uring, userfaultfd (except user-mode-only ones,
+ *     below), module and kexec loading,
  *     file handles, TIOCSTI/TIOCLINUX (typing into the operator's terminal,
  *     which stdin may be), ... Most of these already fail without capabilities;
  *     the filter is the second wall and removes kernel attack surface;
@@ -33,6 +34,7 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <linux/userfaultfd.h>
 #include <linux/securebits.h>
 #include <sched.h>
 #include <stddef.h>
@@ -135,7 +137,6 @@ static const int denied[] = {
 	__NR_keyctl,
 	__NR_add_key,
 	__NR_request_key,
-	__NR_userfaultfd,
 	__NR_io_uring_setup,
 	__NR_io_uring_enter,
 	__NR_io_uring_register,
@@ -218,8 +219,8 @@ static const struct {
 #define NDENIED (sizeof(denied) / sizeof(denied[0]))
 #define NARGCHECKS (sizeof(argchecks) / sizeof(argchecks[0]))
 /* arch check and number 4, x32 check 2, unknown 2, deny list 2 each, clone3
- * and openat2 2 each, ioctl 6, argument checks 5 each, allow 1 */
-#define FILTER_MAX (4 + 2 + 2 + 2 * NDENIED + 4 + 6 + 5 * NARGCHECKS + 1)
+ * and openat2 2 each, userfaultfd 5, ioctl 6, argument checks 5 each, allow 1 */
+#define FILTER_MAX (4 + 2 + 2 + 2 * NDENIED + 4 + 5 + 6 + 5 * NARGCHECKS + 1)
 
 static int install_filter(void)
 {
@@ -252,6 +253,17 @@ static int install_filter(void)
 	RET_ERRNO(ENOSYS);
 	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat2, 0, 1));
 	RET_ERRNO(ENOSYS);
+	/* userfaultfd only with UFFD_USER_MODE_ONLY, what any unprivileged
+	 * process gets under Linux's default vm.unprivileged_userfaultfd = 0:
+	 * such a uffd cannot hold the kernel in the middle of a copy from user
+	 * memory, the use that made userfaultfd an exploit aid.  libibverbs
+	 * holds the program's writers with one while it moves registered
+	 * pages (lib/mem.c). */
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_userfaultfd, 0, 4));
+	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])));
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, UFFD_USER_MODE_ONLY, 0, 1));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+	RET_ERRNO(EPERM);
 	/* Typing into the operator's terminal (stdin may be it): TIOCSTI
 	 * pushes input, TIOCLINUX can paste the console selection. Any other
 	 * ioctl is allowed at once: the accumulator now holds the command,

@@ -266,11 +266,15 @@ static int sys_madvise(void *addr, size_t len, int advice)
  * mapping is in place wakes it to retry its store there.  Anonymous memory
  * can be protected so (Linux 5.7), and so can a region file on tmpfs
  * (5.19; /run is tmpfs on Debian).  This thread blocks its signals for the
- * moment: a handler writing to the range here would wait for itself.
+ * moment: a handler writing to the range here would wait for itself.  For
+ * the same reason nothing between wp_begin and wp_end takes a lock, prints
+ * or allocates: a writer held in its fault may hold that lock (a debug
+ * print there hung rping: stdio's lock).
  *
- * Without userfaultfd (an older kernel, the seccomp filter of `unirdma
- * exec`, valgrind, which does not know the call) or for a region file off
- * tmpfs (its shared mapping cannot be write-protected):
+ * Without userfaultfd (an older kernel, a seccomp filter that refuses it;
+ * `unirdma exec` allows user-mode-only ones, which is what we ask for when
+ * a full one is refused; valgrind, which does not know the call) or for a
+ * region file off tmpfs (its shared mapping cannot be write-protected):
  *  - moving back still loses nothing: the range is mapped MAP_PRIVATE from
  *    the same piece of the file in one mmap, which the kernel switches
  *    atomically, and every page is then copied on write
@@ -386,16 +390,13 @@ static int move_in(struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
  * mremap, so the bytes never disappear from under other threads.  A write
  * between the copy and the mremap is lost unless the caller made writers
  * wait (or is alone: a fork child). */
-static void copy_to_anon(uintptr_t p, size_t len)
+static bool copy_to_anon(uintptr_t p, size_t len)
 {
 	void *tmp = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (tmp == MAP_FAILED) {
-		urd_dbg("cannot move %#lx+%zu back to private memory",
-			(unsigned long)p, len);
-		return;
-	}
+	if (tmp == MAP_FAILED)
+		return false;   /* said by the caller, once writers run again */
 	PAGE_COPY_BEGIN();
 	page_copy(tmp, (const void *)p, len);
 	PAGE_COPY_END();
@@ -406,6 +407,7 @@ static void copy_to_anon(uintptr_t p, size_t len)
 			page_copy((void *)p, tmp, len);
 		sys_munmap(tmp, len);
 	}
+	return true;
 }
 
 /* True if [p, p + len) is still one shared mapping of md's file at the
@@ -471,15 +473,16 @@ static void touch_pages(uintptr_t p, size_t len)
 static void move_out_range(const struct urd_memdev *md, uintptr_t p, size_t len, uint64_t off)
 {
 	struct wp_guard g;
+	bool ok;
 
 	if (!md) {
-		copy_to_anon(p, len);
-		return;
+		ok = copy_to_anon(p, len);
+		goto out;
 	}
 	if (wp_begin(&g, p, len)) {
-		copy_to_anon(p, len);
-		wp_end(&g);
-		return;
+		ok = copy_to_anon(p, len);  /* nothing here may take a lock: */
+		wp_end(&g);                 /* a writer waiting may hold it */
+		goto out;
 	}
 	if (maps_our_piece(md, p, len, off) &&
 	    sys_mmap((void *)p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, md->fd,
@@ -488,7 +491,10 @@ static void move_out_range(const struct urd_memdev *md, uintptr_t p, size_t len,
 			touch_pages(p, len);
 		return;
 	}
-	copy_to_anon(p, len);
+	ok = copy_to_anon(p, len);
+out:
+	if (!ok)
+		urd_dbg("cannot move %#lx+%zu back to private memory", (unsigned long)p, len);
 }
 
 /* An application may unmap a buffer before deregistering it.  Only pages that
