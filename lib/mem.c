@@ -300,6 +300,27 @@ static long uffd_ioctl(int fd, unsigned long req, void *arg)
 	return syscall(SYS_ioctl, fd, req, arg);
 }
 
+/* A userfaultfd: a full one where allowed (faults of the kernel's own
+ * copies wait too), else a user-mode-only one (Linux 5.11; all `unirdma
+ * exec` allows).  The kind that worked is kept, and so is "neither" (under
+ * mem_lock, as every move): a move tries once, or not at all. */
+static int uffd_open(void)
+{
+	static const int kinds[] = { 0, UFFD_USER_MODE_ONLY };
+	static unsigned int kind;       /* next to try; 2: none works here */
+
+	while (kind < 2) {
+		int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | kinds[kind]);
+
+		if (fd >= 0)
+			return fd;
+		if (errno != EPERM && errno != ENOSYS && errno != EINVAL)
+			return -1;      /* out of fds or memory: this time only */
+		kind++;
+	}
+	return -1;
+}
+
 /* Write-protects [p, p + len) (all mapped): true if writers now wait. */
 static bool wp_begin(struct wp_guard *g, uintptr_t p, size_t len)
 {
@@ -320,26 +341,24 @@ static bool wp_begin(struct wp_guard *g, uintptr_t p, size_t len)
 	if (RUNNING_ON_VALGRIND)
 		return false;
 #endif
+	fd = uffd_open();
+	if (fd < 0)
+		return false;
+	if (uffd_ioctl(fd, UFFDIO_API, &api) || uffd_ioctl(fd, UFFDIO_REGISTER, &reg) ||
+	    !(reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT)))
+		goto fail;
+	/* signals off before the range is protected */
 	sigfillset(&all);
 	if (sigprocmask(SIG_SETMASK, &all, &g->old))
-		return false;
-	/* Privileged, faults of the kernel's own copies wait too; without
-	 * the privilege only user-mode faults are ours (Linux 5.11). */
-	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 && errno == EPERM)
-		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-	if (fd < 0)
 		goto fail;
-	if (uffd_ioctl(fd, UFFDIO_API, &api) || uffd_ioctl(fd, UFFDIO_REGISTER, &reg) ||
-	    !(reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT)) ||
-	    uffd_ioctl(fd, UFFDIO_WRITEPROTECT, &wp)) {
-		syscall(SYS_close, fd);
+	if (uffd_ioctl(fd, UFFDIO_WRITEPROTECT, &wp)) {
+		sigprocmask(SIG_SETMASK, &g->old, NULL);
 		goto fail;
 	}
 	g->fd = fd;
 	return true;
 fail:
-	sigprocmask(SIG_SETMASK, &g->old, NULL);
+	syscall(SYS_close, fd);
 	return false;
 }
 
